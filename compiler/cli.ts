@@ -1,0 +1,157 @@
+import path from "node:path";
+import { Command, Option } from "commander";
+import type { GraphFormat } from "./graph/describeGraph.js";
+import { COMPILER_VERSION } from "./version.js";
+
+/** Exit codes (DESIGN §4): 0 ok, 1 errors in the input or --check drift, 2 usage or internal error. */
+export const EXIT_OK = 0;
+export const EXIT_INPUT = 1;
+export const EXIT_INTERNAL = 2;
+
+const REPORT_HINT = "please report it with the output of the same command run with --debug";
+
+interface CommonOptions {
+  root?: string;
+  format?: "text" | "json" | "github";
+  debug?: boolean;
+}
+
+function rootOf(options: CommonOptions): string {
+  return path.resolve(options.root ?? process.cwd());
+}
+
+/**
+ * Runs one command and turns a thrown error (a bug: stages never throw on bad input) into one line
+ * on stderr and exit 2; `--debug` adds the stack trace.
+ */
+async function guarded(options: CommonOptions, body: () => Promise<number>): Promise<void> {
+  try {
+    process.exitCode = await body();
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    process.stderr.write(`contract-assets: internal error: ${message.split("\n")[0]} (${REPORT_HINT})\n`);
+    if (options.debug && error instanceof Error && error.stack) process.stderr.write(error.stack + "\n");
+    process.exitCode = EXIT_INTERNAL;
+  }
+}
+
+async function compileCommand(options: CommonOptions & { check?: boolean }, mode: "compile" | "validate"): Promise<number> {
+  const { compileProject } = await import("./pipeline.js");
+  const { defaultLayout } = await import("./discover/discoverProject.js");
+  const { formatDiagnostics } = await import("./diagnostics/format.js");
+  const { hasErrors, sortDiagnostics } = await import("./diagnostics/diagnostic.js");
+  const { writeOutputs } = await import("./write/writeOutputs.js");
+  const layout = defaultLayout(rootOf(options));
+  const result = compileProject(layout);
+  let diagnostics = result.diagnostics;
+  let summary = "";
+  if (!hasErrors(diagnostics) && mode === "compile" && result.files) {
+    const written = writeOutputs(layout, result.files, { check: options.check ?? false });
+    diagnostics = sortDiagnostics([...diagnostics, ...written.diagnostics]);
+    const r = written.value;
+    const dags = result.manifest?.dags.length ?? 0;
+    const assets = result.manifest?.assets.length ?? 0;
+    summary = options.check
+      ? hasErrors(diagnostics)
+        ? `${layout.outDir}/ is out of date: ${r.written.length + r.deleted.length} file(s) differ\n`
+        : `${layout.outDir}/ is up to date (${dags} DAGs, ${assets} assets)\n`
+      : `compiled ${dags} DAGs and ${assets} assets: ${r.written.length} written, ${r.deleted.length} deleted, ${r.unchanged.length} unchanged\n`;
+  } else if (!hasErrors(diagnostics) && mode === "validate") {
+    summary = `valid: ${result.project?.contracts.length ?? 0} contracts, ${result.project?.assets.size ?? 0} assets\n`;
+  }
+  const format = options.format ?? "text";
+  const text = formatDiagnostics(diagnostics, format, (f) => result.sources.get(f));
+  if (format === "text") process.stderr.write(text + summary);
+  else process.stdout.write(text);
+  return hasErrors(diagnostics) ? EXIT_INPUT : EXIT_OK;
+}
+
+async function withProject(options: CommonOptions, body: (r: import("./pipeline.js").CompileResult) => number): Promise<number> {
+  const { compileProject } = await import("./pipeline.js");
+  const { defaultLayout } = await import("./discover/discoverProject.js");
+  const { formatDiagnostics } = await import("./diagnostics/format.js");
+  const { hasErrors } = await import("./diagnostics/diagnostic.js");
+  const result = compileProject(defaultLayout(rootOf(options)));
+  if (hasErrors(result.diagnostics) || !result.project || !result.graph) {
+    process.stderr.write(formatDiagnostics(result.diagnostics, "text", (f) => result.sources.get(f)));
+    return EXIT_INPUT;
+  }
+  return body(result);
+}
+
+/** Builds the commander program (exported for tests). */
+export function buildProgram(): Command {
+  const program = new Command("contract-assets")
+    .description("Compile Git-authored data contracts into Apache Airflow 3.2 Assets and DAG modules.")
+    .version(COMPILER_VERSION, "-V, --version")
+    .showHelpAfterError()
+    .exitOverride((error) => {
+      // Usage errors exit 2; --help and --version exit 0.
+      process.exit(error.exitCode === 0 ? EXIT_OK : EXIT_INTERNAL);
+    });
+  const root = new Option("--root <dir>", "project root (default: the current directory)");
+  const debug = new Option("--debug", "show the stack trace of an internal error");
+  const format = new Option("--format <format>", "diagnostics format").choices(["text", "json", "github"]).default("text");
+
+  program
+    .command("compile")
+    .description("compile contracts/ into generated/manifest.json and generated/dags/")
+    .option("--check", "write nothing; exit 1 when generated/ differs from what compile would write")
+    .addOption(format)
+    .addOption(root)
+    .addOption(debug)
+    .action((opts: CommonOptions & { check?: boolean }) => guarded(opts, () => compileCommand(opts, "compile")));
+
+  program
+    .command("validate")
+    .description("check every contract and the orchestration config; write nothing")
+    .addOption(format)
+    .addOption(root)
+    .addOption(debug)
+    .action((opts: CommonOptions) => guarded(opts, () => compileCommand(opts, "validate")));
+
+  program
+    .command("graph")
+    .description("print the asset graph")
+    .addOption(new Option("--format <format>", "graph format").choices(["mermaid", "dot", "json"]).default("mermaid"))
+    .addOption(root)
+    .addOption(debug)
+    .action((opts: CommonOptions & { format: GraphFormat }) =>
+      guarded(opts, async () => {
+        const { formatGraph } = await import("./graph/describeGraph.js");
+        return withProject(opts, (r) => {
+          process.stdout.write(formatGraph(r.project!, r.graph!, opts.format));
+          return EXIT_OK;
+        });
+      }),
+    );
+
+  program
+    .command("explain")
+    .description("explain an asset: its producer, upstreams, schedule in words and consumers")
+    .argument("<asset>", "asset name, like sales.orders_clean")
+    .addOption(root)
+    .addOption(debug)
+    .action((asset: string, opts: CommonOptions) =>
+      guarded(opts, async () => {
+        const { explainAsset } = await import("./graph/describeGraph.js");
+        const { suggest } = await import("./support/suggest.js");
+        return withProject(opts, (r) => {
+          const text = explainAsset(r.project!, r.graph!, asset);
+          if (text === undefined) {
+            const guess = suggest(asset, r.project!.assets.keys());
+            process.stderr.write(`contract-assets: unknown asset ${JSON.stringify(asset)}${guess ? `; did you mean ${JSON.stringify(guess)}?` : ""}\n`);
+            return EXIT_INPUT;
+          }
+          process.stdout.write(text);
+          return EXIT_OK;
+        });
+      }),
+    );
+  return program;
+}
+
+/** Entry point of the `contract-assets` bin. */
+export async function main(argv: string[]): Promise<void> {
+  await buildProgram().parseAsync(argv);
+}

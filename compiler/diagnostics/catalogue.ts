@@ -1,0 +1,319 @@
+import type { Diagnostic, RelatedLocation, Severity, SourceLocation } from "./diagnostic.js";
+
+/**
+ * The one catalogue of diagnostic codes. The thousands digit names the stage:
+ * 0 internal and usage, 1 discover, 2 parse, 3 validate, 4 link, 5 graph, 6 plan, 7 diff, 9 write.
+ * A code is never reused for another meaning; a retired code stays listed as retired.
+ */
+interface Entry<A> {
+  code: string;
+  severity: Severity;
+  message: (args: A) => string;
+}
+
+function entry<A = Record<string, never>>(code: string, severity: Severity, message: (args: A) => string): Entry<A> {
+  return { code, severity, message };
+}
+
+const q = (s: string): string => JSON.stringify(s);
+
+export const Diagnostics = {
+  // 0: internal and usage
+  InternalError: entry<{ detail: string }>("CA0001", "error", (a) => `internal error: ${a.detail}`),
+
+  // 1: discover
+  FileUnreadable: entry<{ reason: string }>("CA1001", "error", (a) => `cannot read the file: ${a.reason}`),
+  FileTooLarge: entry<{ size: number; limit: number }>(
+    "CA1002",
+    "error",
+    (a) => `the file has ${a.size} bytes, over the limit of ${a.limit} bytes for a contract`,
+  ),
+  NoContracts: entry<{ pattern: string }>("CA1003", "error", (a) => `no contract files match ${q(a.pattern)}`),
+  SymlinkLoop: entry<{ path: string }>("CA1004", "error", (a) => `symbolic link loop or link leaving the project at ${q(a.path)}`),
+  NotUtf8: entry<{ offset: number }>("CA1005", "error", (a) => `the file is not valid UTF-8 (first bad byte at offset ${a.offset})`),
+  NoOrchestrationConfig: entry<{ folder: string }>(
+    "CA1006",
+    "warning",
+    (a) => `no orchestration config in ${q(a.folder)}; built-in defaults are used`,
+  ),
+  ReferencedFileMissing: entry<{ path: string }>("CA1007", "error", (a) => `the file ${q(a.path)} does not exist in the project`),
+
+  // 2: parse
+  YamlSyntax: entry<{ detail: string }>("CA2001", "error", (a) => `YAML syntax error: ${a.detail}`),
+  DuplicateKey: entry<{ key: string }>("CA2002", "error", (a) => `the key ${q(a.key)} appears twice in the same mapping`),
+  MultipleDocuments: entry<{ count: number }>(
+    "CA2003",
+    "error",
+    (a) => `the file holds ${a.count} YAML documents; a contract file holds exactly one`,
+  ),
+  EmptyDocument: entry("CA2004", "error", () => `the file holds no YAML document (empty or only comments)`),
+  AliasLimit: entry<{ detail: string }>("CA2005", "error", (a) => `YAML aliases expand too far: ${a.detail}`),
+  NotAMapping: entry<{ found: string }>("CA2006", "error", (a) => `a contract document must be a mapping, found ${a.found}`),
+  UnknownKind: entry<{ kind: string; allowed: string }>(
+    "CA2007",
+    "error",
+    (a) => `unknown kind ${q(a.kind)}; expected one of ${a.allowed}`,
+  ),
+  UnsupportedApiVersion: entry<{ apiVersion: string }>(
+    "CA2008",
+    "error",
+    (a) => `unsupported apiVersion ${q(a.apiVersion)}; this compiler reads "contract-assets/v1"`,
+  ),
+  YamlWarning: entry<{ detail: string }>("CA2009", "warning", (a) => `YAML: ${a.detail}`),
+  NonJsonValue: entry<{ value: string }>(
+    "CA2010",
+    "error",
+    (a) => `the value ${a.value} cannot be carried in JSON (Airflow extra and the manifest are JSON)`,
+  ),
+  UnsafeInteger: entry<{ value: string }>(
+    "CA2011",
+    "error",
+    (a) => `the integer ${a.value} is outside the range that JSON tools read exactly (±2^53)`,
+  ),
+  ConfigInContracts: entry<{ kind: string }>(
+    "CA2012",
+    "error",
+    (a) => `a document of kind ${q(a.kind)} belongs under orchestration/airflow/sources/, not contracts/`,
+  ),
+
+  // 3: validate (schema and per-document rules)
+  UnknownField: entry<{ field: string; where: string }>("CA3001", "error", (a) => `unknown field ${q(a.field)} in ${a.where}`),
+  WrongType: entry<{ field: string; expected: string; found: string }>(
+    "CA3002",
+    "error",
+    (a) => `${q(a.field)} must be ${a.expected}, found ${a.found}`,
+  ),
+  MissingField: entry<{ field: string; where: string }>("CA3003", "error", (a) => `missing required field ${q(a.field)} in ${a.where}`),
+  BadEnum: entry<{ field: string; value: string; allowed: string }>(
+    "CA3004",
+    "error",
+    (a) => `${q(a.field)} is ${a.value}; allowed values: ${a.allowed}`,
+  ),
+  BadFormat: entry<{ field: string; value: string; expected: string }>(
+    "CA3005",
+    "error",
+    (a) => `${q(a.field)} is ${a.value}, which is not ${a.expected}`,
+  ),
+  SchemaViolation: entry<{ field: string; detail: string }>("CA3006", "error", (a) => `${q(a.field)} ${a.detail}`),
+  UriEmpty: entry("CA3010", "error", () => `the uri is empty`),
+  UriBlank: entry("CA3011", "error", () => `the uri is only whitespace`),
+  UriNonAscii: entry<{ character: string; index: number }>(
+    "CA3012",
+    "error",
+    (a) => `the uri holds the non-ASCII character ${a.character} at index ${a.index}; Airflow stores URIs as ASCII`,
+  ),
+  UriTooLong: entry<{ length: number }>("CA3013", "error", (a) => `the uri has ${a.length} characters; Airflow allows at most 1500`),
+  UriReservedScheme: entry<{ scheme: string }>(
+    "CA3014",
+    "error",
+    (a) => `the uri scheme ${q(a.scheme)} is reserved by Airflow`,
+  ),
+  UriUserInfo: entry<{ uri: string }>(
+    "CA3015",
+    "error",
+    (a) => `the uri ${q(a.uri)} carries user info; Airflow drops it silently and credentials belong in a Connection`,
+  ),
+  UriPlaceholder: entry<{ placeholder: string }>(
+    "CA3016",
+    "error",
+    (a) => `the uri holds the unresolved placeholder ${q(a.placeholder)}`,
+  ),
+  UriMalformed: entry<{ uri: string }>("CA3017", "error", (a) => `the uri ${q(a.uri)} has no scheme; write it as "scheme://location"`),
+  NameReserved: entry<{ name: string }>("CA3018", "error", (a) => `the name ${q(a.name)} is reserved by Airflow`),
+  NameTooLong: entry<{ name: string; length: number }>(
+    "CA3019",
+    "error",
+    (a) => `the asset name ${q(a.name)} has ${a.length} characters; Airflow allows at most 1500`,
+  ),
+  InvalidCron: entry<{ cron: string; detail: string }>("CA3020", "error", (a) => `invalid cron expression ${q(a.cron)}: ${a.detail}`),
+  InvalidTimezone: entry<{ timezone: string }>("CA3021", "error", (a) => `unknown IANA time zone ${q(a.timezone)}`),
+  InvalidDuration: entry<{ value: string }>(
+    "CA3022",
+    "error",
+    (a) => `invalid ISO-8601 duration ${q(a.value)}; write it like "PT26H" or "P1DT2H"`,
+  ),
+  PiiWithoutLegalBasis: entry<{ property: string }>(
+    "CA3023",
+    "error",
+    (a) => `the property ${q(a.property)} is classified "pii" but the contract declares no processing.legal_basis`,
+  ),
+  PathOutsideProject: entry<{ path: string }>("CA3024", "error", (a) => `the path ${q(a.path)} leaves the project`),
+  NoTrigger: entry(
+    "CA3025",
+    "error",
+    () => `the contract has no triggering upstream and no cron; add a trigger or write "trigger: manual"`,
+  ),
+  DuplicateProperty: entry<{ property: string }>("CA3026", "error", (a) => `the property ${q(a.property)} is declared twice`),
+  DuplicateDataset: entry<{ dataset: string }>("CA3027", "error", (a) => `the dataset ${q(a.dataset)} is declared twice`),
+  ReservedExtraKey: entry<{ key: string }>(
+    "CA3028",
+    "error",
+    (a) => `the extra key ${q(a.key)} is computed by the compiler and cannot be set by hand`,
+  ),
+  QualityUnknownColumn: entry<{ column: string; dataset: string }>(
+    "CA3029",
+    "error",
+    (a) => `the quality rule names the column ${q(a.column)}, which the dataset ${q(a.dataset)} does not declare`,
+  ),
+  QualityOperatorCount: entry<{ count: number }>(
+    "CA3030",
+    "error",
+    (a) => `a quality rule needs exactly one mustBe… operator, found ${a.count}`,
+  ),
+  QualityMissingColumn: entry<{ metric: string }>("CA3031", "error", (a) => `the metric ${q(a.metric)} needs a "column"`),
+  QualityMissingValidValues: entry("CA3032", "error", () => `the metric "invalidValues" needs "validValues"`),
+  QualityBadRange: entry<{ operator: string }>(
+    "CA3033",
+    "error",
+    (a) => `${q(a.operator)} takes two numbers [low, high] with low <= high`,
+  ),
+  QualitySqlPlaceholder: entry(
+    "CA3034",
+    "error",
+    () => `a "type: sql" quality rule must read the table under audit through "{dataset}"`,
+  ),
+  DuplicateQualityName: entry<{ name: string }>("CA3035", "error", (a) => `two quality rules of a dataset are named ${q(a.name)}`),
+  DuplicateUpstream: entry<{ asset: string }>("CA3036", "error", (a) => `the upstream ${q(a.asset)} is listed twice`),
+  DegradeBeforeMaxAge: entry<{ maxAge: string; degradeAfter: string }>(
+    "CA3037",
+    "warning",
+    (a) => `freshness.degrade_after ${q(a.degradeAfter)} is shorter than max_age ${q(a.maxAge)}`,
+  ),
+  SourceNameClash: entry<{ name: string }>(
+    "CA3038",
+    "error",
+    (a) => `the source name ${q(a.name)} is also a dataset of this contract`,
+  ),
+  ManualWithSchedule: entry(
+    "CA3039",
+    "error",
+    () => `"trigger: manual" cannot be combined with triggering upstreams; mark them "trigger: false"`,
+  ),
+
+  // 4: link
+  DuplicateContractId: entry<{ id: string }>("CA4001", "error", (a) => `the contract id ${q(a.id)} is declared twice`),
+  DagIdCaseCollision: entry<{ id: string; other: string }>(
+    "CA4002",
+    "error",
+    (a) => `the dag_id ${q(a.id)} differs from ${q(a.other)} only by case; they collide on case-insensitive databases and file systems`,
+  ),
+  DuplicateAssetName: entry<{ name: string }>("CA4003", "error", (a) => `the asset name ${q(a.name)} is declared twice`),
+  DuplicateAssetUri: entry<{ uri: string; normalised: string; other: string }>(
+    "CA4004",
+    "error",
+    (a) => `the uri ${q(a.uri)} is the same as that of ${q(a.other)} once Airflow normalises it to ${q(a.normalised)}`,
+  ),
+  UnknownUpstream: entry<{ asset: string }>(
+    "CA4005",
+    "error",
+    (a) => `unknown upstream asset ${q(a.asset)}; declare it in an ExternalAssets document or an ingestion source if it is external`,
+  ),
+  RetiredUpstream: entry<{ asset: string; contract: string }>(
+    "CA4006",
+    "error",
+    (a) => `the upstream ${q(a.asset)} is produced by the retired contract ${q(a.contract)}`,
+  ),
+  DeprecatedUpstream: entry<{ asset: string; contract: string }>(
+    "CA4007",
+    "warning",
+    (a) => `the upstream ${q(a.asset)} is produced by the deprecated contract ${q(a.contract)}`,
+  ),
+  SchemaVersionMismatch: entry<{ asset: string; pinned: number; actual: number }>(
+    "CA4008",
+    "error",
+    (a) => `the upstream ${q(a.asset)} is pinned to schema_version ${a.pinned} but its schema is at version ${a.actual}`,
+  ),
+  ConflictingExternal: entry<{ name: string; uri: string; other: string }>(
+    "CA4009",
+    "error",
+    (a) => `the external asset ${q(a.name)} is declared with the uri ${q(a.uri)} here and ${q(a.other)} elsewhere`,
+  ),
+  UnknownScheduleRef: entry<{ ref: string }>("CA4010", "error", (a) => `unknown schedule_ref ${q(a.ref)}`),
+  UnknownProducerFamily: entry<{ family: string }>("CA4011", "error", (a) => `unknown producer family ${q(a.family)}`),
+  DraftUpstream: entry<{ asset: string; contract: string }>(
+    "CA4012",
+    "error",
+    (a) => `the upstream ${q(a.asset)} is produced by the draft contract ${q(a.contract)}, which has no DAG yet`,
+  ),
+  TriggerNotUpstream: entry<{ asset: string }>(
+    "CA3040",
+    "error",
+    (a) => `the trigger names ${q(a.asset)}, which is not a triggering upstream of this contract`,
+  ),
+  TriggerMissesUpstream: entry<{ asset: string }>(
+    "CA3041",
+    "warning",
+    (a) => `the triggering upstream ${q(a.asset)} appears nowhere in trigger.assets; mark it "trigger: false" if it is only read`,
+  ),
+  ConfigConflict: entry<{ key: string }>(
+    "CA4015",
+    "error",
+    (a) => `the orchestration config key ${q(a.key)} is set in two files`,
+  ),
+  UnknownOverrideTarget: entry<{ target: string }>(
+    "CA4016",
+    "warning",
+    (a) => `the override matches ${q(a.target)}, which no contract declares`,
+  ),
+  TemplatePlaceholder: entry<{ placeholder: string }>(
+    "CA4017",
+    "error",
+    (a) => `uri_template uses the unknown placeholder ${q(a.placeholder)}; known: {layer}, {domain}, {name}`,
+  ),
+  ExternalProducedClash: entry<{ name: string }>(
+    "CA4018",
+    "error",
+    (a) => `the asset ${q(a.name)} is declared external but is also produced by a contract`,
+  ),
+
+  // 5: graph
+  Cycle: entry<{ members: string }>("CA5001", "error", (a) => `dependency cycle: ${a.members}`),
+
+  // 9: write
+  CheckDrift: entry<{ path: string; change: string }>(
+    "CA9001",
+    "error",
+    (a) => `${q(a.path)} is ${a.change}; run "contract-assets compile" and commit the result`,
+  ),
+  ForeignFileInOutput: entry<{ path: string }>(
+    "CA9002",
+    "warning",
+    (a) => `${q(a.path)} has no generated header and was left untouched; move hand-written files out of generated/`,
+  ),
+  WriteFailed: entry<{ path: string; reason: string }>("CA9003", "error", (a) => `cannot write ${q(a.path)}: ${a.reason}`),
+} as const;
+
+export type DiagnosticEntry = (typeof Diagnostics)[keyof typeof Diagnostics];
+type ArgsOf<E> = E extends Entry<infer A> ? A : never;
+
+/** Optional parts of a diagnostic besides the catalogue's message. */
+export interface DiagnosticExtras {
+  related?: RelatedLocation[];
+  hint?: string;
+  severity?: Severity;
+}
+
+/**
+ * The only way to make a diagnostic: a catalogue entry, its message arguments and where it points.
+ */
+export function createDiagnostic<E extends DiagnosticEntry>(
+  e: E,
+  args: ArgsOf<E>,
+  location: SourceLocation | undefined,
+  extras: DiagnosticExtras = {},
+): Diagnostic {
+  const d: Diagnostic = {
+    code: e.code,
+    severity: extras.severity ?? e.severity,
+    message: (e.message as (a: ArgsOf<E>) => string)(args),
+    related: extras.related ?? [],
+  };
+  if (location) d.location = location;
+  if (extras.hint !== undefined) d.hint = extras.hint;
+  return d;
+}
+
+/** Every catalogue entry as `[code, severity]`, for the catalogue's own test and documentation. */
+export function listCodes(): Array<{ code: string; severity: Severity; name: string }> {
+  return Object.entries(Diagnostics).map(([name, e]) => ({ code: e.code, severity: e.severity, name }));
+}

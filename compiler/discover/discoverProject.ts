@@ -1,0 +1,190 @@
+import fs from "node:fs";
+import path from "node:path";
+import fg from "fast-glob";
+import { createDiagnostic, Diagnostics } from "../diagnostics/catalogue.js";
+import type { Diagnostic, StageResult } from "../diagnostics/diagnostic.js";
+import { compareStrings } from "../support/compare.js";
+import { relativePosix, staysInside, toPosix } from "../support/paths.js";
+
+/** Largest contract or config file read, in bytes; a larger one is CA1002 (guards memory and time). */
+export const MAX_FILE_BYTES = 1024 * 1024;
+
+/** A file read from the project: its project-relative POSIX path, raw bytes and decoded text. */
+export interface SourceFile {
+  path: string;
+  bytes: Uint8Array;
+  /** UTF-8 text without a leading byte-order mark. */
+  text: string;
+}
+
+/** Where the project keeps its inputs and outputs, all relative to the root. */
+export interface ProjectLayout {
+  /** Absolute root; never written into any output. */
+  root: string;
+  contractsDir: string;
+  configDir: string;
+  outDir: string;
+}
+
+/** Everything the pure stages need from disk. */
+export interface DiscoveredProject {
+  contracts: SourceFile[];
+  configs: SourceFile[];
+  /** The manifest of the last compile in `outDir`, when there is one (the diff's previous state). */
+  previousManifest?: SourceFile;
+}
+
+/** The default layout of DESIGN §4 under a root. */
+export function defaultLayout(root: string): ProjectLayout {
+  return { root, contractsDir: "contracts", configDir: "orchestration/airflow/sources", outDir: "generated" };
+}
+
+function decode(bytes: Uint8Array, file: string, diagnostics: Diagnostic[]): string | undefined {
+  try {
+    const text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+    return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+  } catch {
+    diagnostics.push(createDiagnostic(Diagnostics.NotUtf8, { offset: firstBadUtf8Offset(bytes) }, { file, line: 1, column: 1 }));
+    return undefined;
+  }
+}
+
+/** Byte offset of the first byte that breaks UTF-8, for the CA1005 message. */
+export function firstBadUtf8Offset(bytes: Uint8Array): number {
+  let i = 0;
+  while (i < bytes.length) {
+    const b = bytes[i]!;
+    const need = b < 0x80 ? 0 : b >= 0xc2 && b < 0xe0 ? 1 : b >= 0xe0 && b < 0xf0 ? 2 : b >= 0xf0 && b < 0xf5 ? 3 : -1;
+    if (need < 0) return i;
+    for (let k = 1; k <= need; k++) {
+      const c = bytes[i + k];
+      if (c === undefined || (c & 0xc0) !== 0x80) return i;
+    }
+    i += need + 1;
+  }
+  return i;
+}
+
+/**
+ * Reads one project file, enforcing the size limit and UTF-8. Returns undefined (with a diagnostic)
+ * when the file cannot be used.
+ */
+export function readSourceFile(root: string, relative: string, diagnostics: Diagnostic[]): SourceFile | undefined {
+  const absolute = path.join(root, relative);
+  try {
+    const stat = fs.statSync(absolute);
+    if (stat.size > MAX_FILE_BYTES) {
+      diagnostics.push(
+        createDiagnostic(Diagnostics.FileTooLarge, { size: stat.size, limit: MAX_FILE_BYTES }, { file: relative, line: 1, column: 1 }),
+      );
+      return undefined;
+    }
+    const bytes = fs.readFileSync(absolute);
+    const text = decode(bytes, relative, diagnostics);
+    return text === undefined ? undefined : { path: relative, bytes, text };
+  } catch (error) {
+    diagnostics.push(
+      createDiagnostic(Diagnostics.FileUnreadable, { reason: (error as NodeJS.ErrnoException).code ?? String(error) }, {
+        file: relative,
+        line: 1,
+        column: 1,
+      }),
+    );
+    return undefined;
+  }
+}
+
+/**
+ * YAML files under a folder, sorted by path. Symbolic links are resolved: a link to a file inside
+ * the project is read, a loop or a link leaving the project is CA1004, and linked folders are not
+ * walked (so a loop can never hang discovery).
+ */
+function listYamlFiles(root: string, folder: string, diagnostics: Diagnostic[]): string[] {
+  const absoluteFolder = path.join(root, folder);
+  if (!fs.existsSync(absoluteFolder)) return [];
+  const entries = fg.sync("**/*", {
+    cwd: absoluteFolder,
+    onlyFiles: false,
+    followSymbolicLinks: false,
+    dot: false,
+    objectMode: true,
+  });
+  const realRoot = fs.realpathSync(root);
+  const files: string[] = [];
+  for (const entry of entries) {
+    const relative = toPosix(path.join(folder, entry.path));
+    const isYaml = /\.ya?ml$/i.test(entry.name);
+    if (entry.dirent.isSymbolicLink()) {
+      let target: string;
+      try {
+        target = fs.realpathSync(path.join(root, relative));
+      } catch {
+        diagnostics.push(createDiagnostic(Diagnostics.SymlinkLoop, { path: relative }, { file: relative, line: 1, column: 1 }));
+        continue;
+      }
+      if (!staysInside(relativePosix(realRoot, target))) {
+        diagnostics.push(createDiagnostic(Diagnostics.SymlinkLoop, { path: relative }, { file: relative, line: 1, column: 1 }));
+        continue;
+      }
+      if (isYaml && fs.statSync(target).isFile()) files.push(relative);
+      continue;
+    }
+    if (entry.dirent.isFile() && isYaml) files.push(relative);
+  }
+  // Sort for determinism.
+  return files.sort(compareStrings);
+}
+
+/**
+ * The discover stage: the only stage that reads the disk (with {@link readProjectFiles}).
+ *
+ * Input: a layout. Output: the contract files, the orchestration config files and the previous
+ * manifest, each sorted by path. Diagnostics: CA1001–CA1006.
+ */
+export function discoverProject(layout: ProjectLayout): StageResult<DiscoveredProject> {
+  const diagnostics: Diagnostic[] = [];
+  const read = (paths: string[]): SourceFile[] =>
+    paths.map((p) => readSourceFile(layout.root, p, diagnostics)).filter((f): f is SourceFile => f !== undefined);
+
+  const contractPaths = listYamlFiles(layout.root, layout.contractsDir, diagnostics);
+  if (contractPaths.length === 0) {
+    diagnostics.push(
+      createDiagnostic(Diagnostics.NoContracts, { pattern: `${layout.contractsDir}/**/*.{yaml,yml}` }, undefined),
+    );
+  }
+  const configPaths = listYamlFiles(layout.root, layout.configDir, diagnostics);
+  if (configPaths.length === 0) {
+    diagnostics.push(createDiagnostic(Diagnostics.NoOrchestrationConfig, { folder: layout.configDir }, undefined));
+  }
+  const value: DiscoveredProject = { contracts: read(contractPaths), configs: read(configPaths) };
+  const manifestPath = toPosix(path.join(layout.outDir, "manifest.json"));
+  if (fs.existsSync(path.join(layout.root, manifestPath))) {
+    const manifest = readSourceFile(layout.root, manifestPath, []);
+    if (manifest) value.previousManifest = manifest;
+  }
+  return { value, diagnostics };
+}
+
+/**
+ * Which of the given project-relative paths exist as regular files inside the project (following
+ * links only when they stay inside). Used for producer SQL files; reads no contents.
+ */
+export function findExistingFiles(root: string, paths: Iterable<string>): Set<string> {
+  const existing = new Set<string>();
+  let realRoot: string;
+  try {
+    realRoot = fs.realpathSync(root);
+  } catch {
+    return existing;
+  }
+  for (const p of paths) {
+    if (!staysInside(p)) continue;
+    try {
+      const real = fs.realpathSync(path.join(root, p));
+      if (staysInside(relativePosix(realRoot, real)) && fs.statSync(real).isFile()) existing.add(p);
+    } catch {
+      // Missing or a loop: reported by the caller as CA1007.
+    }
+  }
+  return existing;
+}

@@ -1,0 +1,76 @@
+import type { StageResult } from "../diagnostics/diagnostic.js";
+import type { AssetGraph, Edge } from "../graph/buildGraph.js";
+import type { LinkedProject } from "../link/linkProject.js";
+import type { DagPlan } from "../plan/planDags.js";
+import { canonicalJson } from "../support/canonical-json.js";
+import { compareStrings } from "../support/compare.js";
+import { COMPILER_NAME, COMPILER_VERSION } from "../version.js";
+
+/**
+ * The manifest format version. Bump it on any change a reader must know about; readers refuse a
+ * version they do not know (see ARCHITECTURE.md, "Manifest").
+ */
+export const MANIFEST_VERSION = 1;
+
+export interface ManifestAsset {
+  name: string;
+  uri: string;
+  group: string;
+  extra: Record<string, unknown>;
+  external: boolean;
+  status: string;
+  /** dag_id of the producing DAG; null for externals and for draft or retired producers. */
+  producer: string | null;
+  /** Project-relative path of the declaring document. */
+  contract: string;
+  contract_sha256: string | null;
+  /** Schema of a produced dataset (for the diff's schema rules); null for externals. */
+  schema: { version: number; properties: unknown[] } | null;
+  quality: unknown[];
+}
+
+export interface Manifest {
+  manifestVersion: number;
+  compiler: { name: string; version: string };
+  lineage: { namespace: string };
+  assets: ManifestAsset[];
+  edges: Edge[];
+  dags: DagPlan[];
+}
+
+/**
+ * The manifest stage: the canonical, sorted record of assets, edges and DAGs (DESIGN §4), which is
+ * also the previous state the next diff reads. Output: the object and its canonical JSON text.
+ */
+export function buildManifest(project: LinkedProject, graph: AssetGraph, dags: DagPlan[]): StageResult<{ manifest: Manifest; text: string }> {
+  const byId = new Map(project.contracts.map((c) => [c.contract.id, c]));
+  const assets: ManifestAsset[] = [];
+  for (const a of project.assets.values()) {
+    const producer = a.producer ? byId.get(a.producer) : undefined;
+    const dataset = producer?.contract.datasets.find((d) => `${producer.contract.domain}.${d.name}` === a.name);
+    assets.push({
+      name: a.name,
+      uri: a.uri,
+      group: a.group,
+      extra: a.extra,
+      external: a.external,
+      status: a.status,
+      producer: a.producer && (a.status === "active" || a.status === "deprecated") ? a.producer : null,
+      contract: a.declaredIn,
+      contract_sha256: producer?.sha256 ?? null,
+      schema: dataset ? { version: dataset.schema.version, properties: dataset.schema.properties } : null,
+      quality: dataset?.quality ?? [],
+    });
+  }
+  // Sort for determinism.
+  assets.sort((x, y) => compareStrings(x.name, y.name));
+  const manifest: Manifest = {
+    manifestVersion: MANIFEST_VERSION,
+    compiler: { name: COMPILER_NAME, version: COMPILER_VERSION },
+    lineage: { namespace: project.config.lineageNamespace },
+    assets,
+    edges: graph.edges,
+    dags,
+  };
+  return { value: { manifest, text: canonicalJson(manifest) }, diagnostics: [] };
+}

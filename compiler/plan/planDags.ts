@@ -1,0 +1,150 @@
+import type { StageResult } from "../diagnostics/diagnostic.js";
+import type { AssetGraph } from "../graph/buildGraph.js";
+import type { AssetDeclaration, LinkedContract, LinkedProject } from "../link/linkProject.js";
+import type { AssetCondition, Contract } from "../model/contract.js";
+import { compareStrings } from "../support/compare.js";
+import { parseDurationSeconds } from "../support/duration.js";
+
+/** An asset condition as the manifest and the templates carry it. */
+export type ConditionNode = { asset: string } | { all: ConditionNode[] } | { any: ConditionNode[] };
+
+/** When a DAG runs: on asset events, on a cron in a time zone, both (either fires), or manually. */
+export interface SchedulePlan {
+  assets: ConditionNode | null;
+  cron: { expression: string; timezone: string } | null;
+}
+
+export interface TaskPlan {
+  task_id: "produce" | "audit" | "publish";
+  inlets: string[];
+  outlets: string[];
+  upstream_task_ids: string[];
+}
+
+/** The run settings as Airflow default_args, durations in seconds. */
+export interface DefaultArgsPlan {
+  owner: string;
+  retries?: number;
+  retry_delay_seconds?: number;
+  execution_timeout_seconds?: number;
+  pool?: string;
+}
+
+/** One DAG to render: a pure description, no Python in it. */
+export interface DagPlan {
+  dag_id: string;
+  contract: string;
+  contract_sha256: string;
+  contract_git_blob: string;
+  contract_version: string;
+  status: "active" | "deprecated";
+  owner: string;
+  description: string;
+  tags: string[];
+  schedule: SchedulePlan;
+  inlets: string[];
+  outlets: string[];
+  tasks: TaskPlan[];
+  default_args: DefaultArgsPlan;
+  /** What the runtime needs at task time (contract_runtime reads it from the manifest). */
+  runtime: Record<string, unknown>;
+}
+
+function toNode(condition: AssetCondition): ConditionNode {
+  if (typeof condition === "string") return { asset: condition };
+  if ("all" in condition) return { all: condition.all.map(toNode) };
+  return { any: condition.any.map(toNode) };
+}
+
+/** The asset condition of a contract's trigger (DESIGN §3.5): default `all` of triggering upstreams. */
+export function conditionOf(contract: Contract, triggering: readonly string[]): ConditionNode | null {
+  if (triggering.length === 0 || contract.trigger === "manual") return null;
+  const spec = contract.trigger?.assets ?? "all";
+  if (typeof spec === "string") {
+    if (triggering.length === 1) return { asset: triggering[0]! };
+    const leaves = triggering.map((asset) => ({ asset }));
+    return spec === "all" ? { all: leaves } : { any: leaves };
+  }
+  return toNode(spec);
+}
+
+function runtimeOf(c: LinkedContract, assets: ReadonlyMap<string, AssetDeclaration>): Record<string, unknown> {
+  const contract = c.contract;
+  const runtime: Record<string, unknown> = {
+    kind: contract.kind,
+    domain: contract.domain,
+    on_failure: contract.on_failure ?? "block_publish",
+    datasets: contract.datasets.map((d) => ({
+      name: d.name,
+      asset: `${contract.domain}.${d.name}`,
+      uri: assets.get(`${contract.domain}.${d.name}`)?.uri ?? null,
+      layer: d.layer ?? (contract.kind === "IngestionContract" ? "raw" : "curated"),
+      schema: d.schema,
+      quality: (d.quality ?? []).map((q, i) => ({ name: q.name ?? `rule_${i + 1}`, severity: q.severity ?? "error", ...q })),
+      ...(d.physical ? { physical: d.physical } : {}),
+    })),
+    upstreams: c.upstreams.map((u) => ({ asset: u.asset, trigger: u.trigger, ...(u.schemaVersion !== undefined ? { schema_version: u.schemaVersion } : {}) })),
+  };
+  if (contract.kind === "TransformContract") runtime.producer = contract.producer;
+  else {
+    runtime.producer = { type: "load" };
+    runtime.source = contract.source;
+    runtime.mode = contract.mode;
+    if (contract.incremental) runtime.incremental = contract.incremental;
+    if (contract.on_schema_drift) runtime.on_schema_drift = contract.on_schema_drift;
+  }
+  if (contract.processing) runtime.processing = contract.processing;
+  if (contract.freshness) runtime.freshness = contract.freshness;
+  if (c.runSettings.warehouse_conn_id) runtime.warehouse_conn_id = c.runSettings.warehouse_conn_id;
+  return runtime;
+}
+
+/**
+ * The plan stage: one DAG per active or deprecated contract (draft and retired get none), in
+ * dag_id order. Tasks are write-audit-publish: `produce` (inlets: everything read), `audit`,
+ * `publish` (the only task with outlets, DESIGN §5.2).
+ */
+export function planDags(project: LinkedProject, graph: AssetGraph): StageResult<DagPlan[]> {
+  void graph;
+  const plans: DagPlan[] = [];
+  for (const c of project.contracts) {
+    if (c.status !== "active" && c.status !== "deprecated") continue;
+    const contract = c.contract;
+    const triggering = c.upstreams.filter((u) => u.trigger).map((u) => u.asset);
+    // Sort for determinism: inlets are a set to Airflow.
+    const inlets = [...new Set([...c.upstreams.map((u) => u.asset), ...(c.sourceAsset ? [c.sourceAsset] : [])])].sort(compareStrings);
+    const outlets = c.outlets.map((a) => a.name);
+    const defaultArgs: DefaultArgsPlan = { owner: contract.owner };
+    if (c.runSettings.retries !== undefined) defaultArgs.retries = c.runSettings.retries;
+    if (c.runSettings.retry_delay) defaultArgs.retry_delay_seconds = parseDurationSeconds(c.runSettings.retry_delay)!;
+    if (c.runSettings.execution_timeout) defaultArgs.execution_timeout_seconds = parseDurationSeconds(c.runSettings.execution_timeout)!;
+    if (c.runSettings.pool) defaultArgs.pool = c.runSettings.pool;
+    plans.push({
+      dag_id: contract.id,
+      contract: c.located.source.file.path,
+      contract_sha256: c.sha256,
+      contract_git_blob: c.gitBlob,
+      contract_version: contract.version,
+      status: c.status,
+      owner: contract.owner,
+      description: contract.description ?? "",
+      tags: contract.tags ?? [],
+      schedule: {
+        assets: conditionOf(contract, triggering),
+        cron: c.timetable ? { expression: c.timetable.cron, timezone: c.timetable.timezone } : null,
+      },
+      inlets,
+      outlets,
+      tasks: [
+        { task_id: "produce", inlets, outlets: [], upstream_task_ids: [] },
+        { task_id: "audit", inlets: [], outlets: [], upstream_task_ids: ["produce"] },
+        { task_id: "publish", inlets: [], outlets, upstream_task_ids: ["audit"] },
+      ],
+      default_args: defaultArgs,
+      runtime: runtimeOf(c, project.assets),
+    });
+  }
+  // Sort for determinism.
+  plans.sort((a, b) => compareStrings(a.dag_id, b.dag_id));
+  return { value: plans, diagnostics: [] };
+}

@@ -1,0 +1,10 @@
+/**
+ * Masks credentials in any text the compiler prints or writes.
+ *
+ * A URI's user-info (`scheme://user:password@host`) is replaced by `***`, so a secret that slipped
+ * into a contract never reaches a terminal, a CI log or a JSON report (DESIGN §3.6). The formatters
+ * apply it to every line they emit, message and source excerpt alike.
+ */
+export function maskSecrets(text: string): string {
+  return text.replace(/([A-Za-z][A-Za-z0-9+.-]*:\/\/)([^\s/@"'`]+)@/g, "$1***@");
+}

@@ -1,0 +1,51 @@
+import { createDiagnostic, Diagnostics } from "../../diagnostics/catalogue.js";
+import type { AssetCondition } from "../../model/contract.js";
+import type { DocumentRule } from "./rule.js";
+
+/** Leaves of an asset condition tree with their paths below `trigger.assets`. */
+export function conditionLeaves(condition: AssetCondition, path: Array<string | number>): Array<{ name: string; path: Array<string | number> }> {
+  if (typeof condition === "string") return [{ name: condition, path }];
+  const [op, items] = "all" in condition ? ["all", condition.all] : ["any", condition.any];
+  return items.flatMap((item, i) => conditionLeaves(item, [...path, op, i]));
+}
+
+/**
+ * A contract says when it runs: triggering upstreams, a cron or schedule_ref, or `trigger: manual`;
+ * `manual` has no triggering upstreams; every leaf of a trigger tree is a triggering upstream, and
+ * every triggering upstream appears in the tree. Why: Airflow would otherwise build a DAG that never
+ * runs, or waits on an Asset the contract never declared it reads (DESIGN §3.5).
+ */
+export const TriggerShapeRule: DocumentRule = {
+  name: "TriggerShapeRule",
+  check(document, context) {
+    if (document.kind === "OrchestrationConfig" || document.kind === "ExternalAssets") return;
+    const upstreams = document.upstreams ?? [];
+    const triggering = upstreams.filter((u) => u.trigger !== false);
+    const trigger = document.trigger;
+    if (trigger === "manual") {
+      triggering.forEach((u) => {
+        const i = upstreams.indexOf(u);
+        context.report(createDiagnostic(Diagnostics.ManualWithSchedule, {}, context.source.locate(["upstreams", i, "asset"])));
+      });
+      return;
+    }
+    const timed = trigger?.cron !== undefined || trigger?.schedule_ref !== undefined;
+    if (triggering.length === 0 && !timed) {
+      context.report(createDiagnostic(Diagnostics.NoTrigger, {}, context.source.locate(trigger ? ["trigger"] : ["id"])));
+      return;
+    }
+    const tree = trigger?.assets;
+    if (tree === undefined || typeof tree === "string") return;
+    const names = new Set(triggering.map((u) => u.asset));
+    const leaves = conditionLeaves(tree, ["trigger", "assets"]);
+    for (const leaf of leaves) {
+      if (!names.has(leaf.name)) context.report(createDiagnostic(Diagnostics.TriggerNotUpstream, { asset: leaf.name }, context.source.locate(leaf.path)));
+    }
+    const used = new Set(leaves.map((l) => l.name));
+    upstreams.forEach((u, i) => {
+      if (u.trigger !== false && !used.has(u.asset)) {
+        context.report(createDiagnostic(Diagnostics.TriggerMissesUpstream, { asset: u.asset }, context.source.locate(["upstreams", i, "asset"])));
+      }
+    });
+  },
+};

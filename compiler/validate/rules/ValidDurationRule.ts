@@ -1,0 +1,45 @@
+import { createDiagnostic, Diagnostics } from "../../diagnostics/catalogue.js";
+import { parseDurationSeconds } from "../../support/duration.js";
+import type { NodePath } from "../../parse/parseContracts.js";
+import type { DocumentRule, RuleContext } from "./rule.js";
+
+function check(value: string | undefined, path: NodePath, context: RuleContext): number | undefined {
+  if (value === undefined) return undefined;
+  const seconds = parseDurationSeconds(value);
+  if (seconds === undefined) context.report(createDiagnostic(Diagnostics.InvalidDuration, { value }, context.source.locate(path)));
+  return seconds;
+}
+
+/**
+ * Every duration is an ISO-8601 duration of fixed length (weeks, days, hours, minutes, seconds),
+ * and a freshness `degrade_after` is not shorter than `max_age`. Why: durations become Python
+ * timedeltas and freshness deadlines that must mean one exact span.
+ */
+export const ValidDurationRule: DocumentRule = {
+  name: "ValidDurationRule",
+  check(document, context) {
+    if (document.kind === "OrchestrationConfig") {
+      const settings = [
+        ...(document.defaults ? [{ s: document.defaults, path: ["defaults"] as Array<string | number> }] : []),
+        ...(document.overrides ?? []).map((s, i) => ({ s, path: ["overrides", i] as Array<string | number> })),
+      ];
+      for (const { s, path } of settings) {
+        check(s.retry_delay, [...path, "retry_delay"], context);
+        check(s.execution_timeout, [...path, "execution_timeout"], context);
+      }
+      return;
+    }
+    if (document.kind === "ExternalAssets" || !document.freshness) return;
+    const maxAge = check(document.freshness.max_age, ["freshness", "max_age"], context);
+    const degrade = check(document.freshness.degrade_after, ["freshness", "degrade_after"], context);
+    if (maxAge !== undefined && degrade !== undefined && degrade < maxAge) {
+      context.report(
+        createDiagnostic(
+          Diagnostics.DegradeBeforeMaxAge,
+          { maxAge: document.freshness.max_age, degradeAfter: document.freshness.degrade_after! },
+          context.source.locate(["freshness", "degrade_after"]),
+        ),
+      );
+    }
+  },
+};

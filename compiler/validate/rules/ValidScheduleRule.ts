@@ -1,0 +1,52 @@
+import { createDiagnostic, Diagnostics } from "../../diagnostics/catalogue.js";
+import { cronProblem, isKnownTimezone } from "../../support/cron.js";
+import type { NodePath } from "../../parse/parseContracts.js";
+import type { DocumentRule, RuleContext } from "./rule.js";
+
+function checkCron(cron: string, timezone: string | undefined, path: NodePath, context: RuleContext): void {
+  const problem = cronProblem(cron);
+  if (problem) context.report(createDiagnostic(Diagnostics.InvalidCron, { cron, detail: problem }, context.source.locate([...path, "cron"])));
+  if (timezone !== undefined && !isKnownTimezone(timezone)) {
+    context.report(createDiagnostic(Diagnostics.InvalidTimezone, { timezone }, context.source.locate([...path, "timezone"])));
+  }
+}
+
+/**
+ * Every cron expression is one Airflow's cron timetables accept (five fields or a preset) and every
+ * time zone is a known IANA name. Why: Airflow reports both only when the DAG is parsed, as an
+ * import error that hides the whole DAG.
+ */
+export const ValidScheduleRule: DocumentRule = {
+  name: "ValidScheduleRule",
+  check(document, context) {
+    if (document.kind === "OrchestrationConfig") {
+      for (const [name, schedule] of Object.entries(document.schedules ?? {})) {
+        checkCron(schedule.cron, schedule.timezone, ["schedules", name], context);
+      }
+      return;
+    }
+    if (document.kind === "ExternalAssets") return;
+    const trigger = document.trigger;
+    if (trigger === undefined || trigger === "manual") return;
+    if (trigger.cron !== undefined) checkCron(trigger.cron, trigger.timezone, ["trigger"], context);
+    else if (trigger.timezone !== undefined) {
+      if (!isKnownTimezone(trigger.timezone)) {
+        context.report(createDiagnostic(Diagnostics.InvalidTimezone, { timezone: trigger.timezone }, context.source.locate(["trigger", "timezone"])));
+      }
+      if (trigger.schedule_ref === undefined) {
+        context.report(
+          createDiagnostic(Diagnostics.SchemaViolation, { field: "trigger.timezone", detail: "is set without trigger.cron" }, context.source.locate(["trigger", "timezone"])),
+        );
+      }
+    }
+    if (trigger.cron !== undefined && trigger.schedule_ref !== undefined) {
+      context.report(
+        createDiagnostic(
+          Diagnostics.SchemaViolation,
+          { field: "trigger.schedule_ref", detail: "cannot be combined with trigger.cron; choose one" },
+          context.source.locate(["trigger", "schedule_ref"]),
+        ),
+      );
+    }
+  },
+};

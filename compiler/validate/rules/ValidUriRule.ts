@@ -1,0 +1,58 @@
+import { createDiagnostic, Diagnostics } from "../../diagnostics/catalogue.js";
+import type { NodePath } from "../../parse/parseContracts.js";
+import { MAX_ASSET_TEXT, uriScheme } from "../../support/uri.js";
+import type { DocumentRule, RuleContext } from "./rule.js";
+
+/**
+ * Every Asset URI is non-empty, not blank, ASCII, at most 1500 characters, free of user info and
+ * of unresolved placeholders, has a scheme, and does not use the reserved `airflow` scheme.
+ *
+ * Why: Airflow rejects some of these only when the DAG is parsed or stored, silently drops user
+ * info (leaking the credential into the file and the logs), and stores non-ASCII URIs differently
+ * per database backend.
+ */
+export function checkUri(uri: string, path: NodePath, context: RuleContext): void {
+  const at = context.source.locate(path);
+  const report = context.report;
+  if (uri === "") return report(createDiagnostic(Diagnostics.UriEmpty, {}, at));
+  if (uri.trim() === "") return report(createDiagnostic(Diagnostics.UriBlank, {}, at));
+  const nonAscii = [...uri].findIndex((c) => c.codePointAt(0)! > 0x7e || c.codePointAt(0)! < 0x20);
+  if (nonAscii >= 0) {
+    const c = [...uri][nonAscii]!;
+    const code = c.codePointAt(0)!;
+    const shown = code < 0x20 || code === 0x7f ? `U+${code.toString(16).toUpperCase().padStart(4, "0")}` : `"${c}" (U+${code.toString(16).toUpperCase().padStart(4, "0")})`;
+    return report(createDiagnostic(Diagnostics.UriNonAscii, { character: shown, index: nonAscii }, at, { hint: "percent-encode it" }));
+  }
+  if (uri.length > MAX_ASSET_TEXT) return report(createDiagnostic(Diagnostics.UriTooLong, { length: uri.length }, at));
+  if (/\s/.test(uri)) {
+    return report(createDiagnostic(Diagnostics.UriMalformed, { uri }, at, { hint: "a uri has no spaces; percent-encode them as %20" }));
+  }
+  const placeholder = /\{\{.*?\}\}|\$\{[^}]*\}|\{\{|\$\{/.exec(uri);
+  if (placeholder) return report(createDiagnostic(Diagnostics.UriPlaceholder, { placeholder: placeholder[0] }, at));
+  const scheme = uriScheme(uri);
+  if (scheme === undefined) return report(createDiagnostic(Diagnostics.UriMalformed, { uri }, at));
+  if (scheme === "airflow") return report(createDiagnostic(Diagnostics.UriReservedScheme, { scheme }, at));
+  const authority = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/([^/?#]*)/.exec(uri)?.[1] ?? "";
+  if (authority.includes("@")) {
+    report(
+      createDiagnostic(Diagnostics.UriUserInfo, { uri }, at, {
+        hint: "remove the user info and name an Airflow Connection in connection_id instead",
+      }),
+    );
+  }
+}
+
+export const ValidUriRule: DocumentRule = {
+  name: "ValidUriRule",
+  check(document, context) {
+    if (document.kind === "ExternalAssets") {
+      document.assets.forEach((a, i) => checkUri(a.uri, ["assets", i, "uri"], context));
+      return;
+    }
+    if (document.kind === "OrchestrationConfig") return;
+    document.datasets.forEach((d, i) => {
+      if (d.uri !== undefined) checkUri(d.uri, ["datasets", i, "uri"], context);
+    });
+    if (document.kind === "IngestionContract") checkUri(document.source.uri, ["source", "uri"], context);
+  },
+};

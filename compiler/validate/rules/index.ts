@@ -1,0 +1,25 @@
+import { PiiLegalBasisRule } from "./PiiLegalBasisRule.js";
+import { ProjectPathRule } from "./ProjectPathRule.js";
+import { QualityRuleShapeRule } from "./QualityRuleShapeRule.js";
+import { ReservedExtraKeyRule } from "./ReservedExtraKeyRule.js";
+import { ReservedNameRule } from "./ReservedNameRule.js";
+import type { DocumentRule } from "./rule.js";
+import { TriggerShapeRule } from "./TriggerShapeRule.js";
+import { UniqueNamesRule } from "./UniqueNamesRule.js";
+import { ValidDurationRule } from "./ValidDurationRule.js";
+import { ValidScheduleRule } from "./ValidScheduleRule.js";
+import { ValidUriRule } from "./ValidUriRule.js";
+
+/** Every document rule, in the order they run (order does not change the sorted report). */
+export const DOCUMENT_RULES: readonly DocumentRule[] = [
+  ValidUriRule,
+  ReservedNameRule,
+  ValidScheduleRule,
+  ValidDurationRule,
+  PiiLegalBasisRule,
+  ProjectPathRule,
+  UniqueNamesRule,
+  QualityRuleShapeRule,
+  ReservedExtraKeyRule,
+  TriggerShapeRule,
+];

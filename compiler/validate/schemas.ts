@@ -1,0 +1,43 @@
+import { createRequire } from "node:module";
+import path from "node:path";
+import { packageRoot } from "../support/package-root.js";
+import AjvModule, { type ErrorObject, type ValidateFunction } from "ajv";
+
+/**
+ * The versioned JSON Schemas of the contract format (compiler/schemas/v1), compiled once with ajv.
+ * `x-expected` is our own annotation: the words a pattern error shows instead of the regex.
+ */
+const require = createRequire(import.meta.url);
+// Schemas are read from the sources (compiler/schemas), also when running from dist/.
+const Ajv = AjvModule as unknown as typeof AjvModule.default;
+
+export type SchemaKind = "IngestionContract" | "TransformContract" | "ExternalAssets" | "OrchestrationConfig";
+
+const FILES: Record<SchemaKind, string> = {
+  IngestionContract: "ingestion-contract",
+  TransformContract: "transform-contract",
+  ExternalAssets: "external-assets",
+  OrchestrationConfig: "orchestration-config",
+};
+
+let compiled: Record<SchemaKind, ValidateFunction> | undefined;
+
+function schemaJson(name: string): object {
+  return require(path.join(packageRoot(), "compiler", "schemas", "v1", `${name}.schema.json`)) as object;
+}
+
+/** The ajv validator of one document kind (compiled on first use, then cached). */
+export function validatorFor(kind: SchemaKind): ValidateFunction {
+  if (!compiled) {
+    const ajv = new Ajv({ allErrors: true, verbose: true, strict: true, discriminator: true, allowUnionTypes: true });
+    ajv.addKeyword({ keyword: "x-expected", schemaType: "string" });
+    ajv.addSchema(schemaJson("common"));
+    compiled = {} as Record<SchemaKind, ValidateFunction>;
+    for (const [k, file] of Object.entries(FILES) as Array<[SchemaKind, string]>) {
+      compiled[k] = ajv.compile(schemaJson(file));
+    }
+  }
+  return compiled[kind];
+}
+
+export type { ErrorObject };

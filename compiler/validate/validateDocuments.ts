@@ -1,0 +1,127 @@
+import { createDiagnostic, Diagnostics } from "../diagnostics/catalogue.js";
+import type { Diagnostic, StageResult } from "../diagnostics/diagnostic.js";
+import {
+  CONFIG_KINDS,
+  CONTRACT_KINDS,
+  type AnyDocument,
+  type Contract,
+  type ExternalAssetsDocument,
+  type OrchestrationConfigDocument,
+} from "../model/contract.js";
+import type { ParsedDocument } from "../parse/parseContracts.js";
+import { suggest } from "../support/suggest.js";
+import { mapSchemaErrors } from "./mapSchemaErrors.js";
+import { DOCUMENT_RULES } from "./rules/index.js";
+import { validatorFor, type SchemaKind } from "./schemas.js";
+
+/** A document that passed validation, with its parse (for locations and provenance). */
+export interface Located<T> {
+  document: T;
+  source: ParsedDocument;
+}
+
+/** The validate stage's output. */
+export interface ValidatedProject {
+  contracts: Array<Located<Contract>>;
+  externals: Array<Located<ExternalAssetsDocument>>;
+  configs: Array<Located<OrchestrationConfigDocument>>;
+  /**
+   * Asset names declared by documents that failed validation, read best-effort: the link stage
+   * treats them as known, so one broken file does not cascade into "unknown upstream" errors in
+   * every consumer.
+   */
+  unresolvedNames: Set<string>;
+}
+
+function bestEffortNames(value: Record<string, unknown>): string[] {
+  const names: string[] = [];
+  const domain = value.domain;
+  if (Array.isArray(value.datasets) && typeof domain === "string") {
+    for (const d of value.datasets) {
+      const name = (d as Record<string, unknown> | null)?.name;
+      if (typeof name === "string") names.push(`${domain}.${name}`);
+    }
+  }
+  const source = value.source as Record<string, unknown> | undefined;
+  if (typeof source?.name === "string") names.push(source.name);
+  if (Array.isArray(value.assets)) {
+    for (const a of value.assets) {
+      const name = (a as Record<string, unknown> | null)?.name;
+      if (typeof name === "string") names.push(name);
+    }
+  }
+  return names;
+}
+
+/** Checks apiVersion and kind, then the kind's JSON Schema; returns the kind when both pass. */
+function checkDocument(parsed: ParsedDocument, allowed: readonly string[], diagnostics: Diagnostic[]): SchemaKind | undefined {
+  const value = parsed.value as Record<string, unknown>;
+  const kind = value.kind;
+  if (value.apiVersion !== undefined && value.apiVersion !== "contract-assets/v1") {
+    diagnostics.push(createDiagnostic(Diagnostics.UnsupportedApiVersion, { apiVersion: String(value.apiVersion) }, parsed.locate(["apiVersion"])));
+    return undefined;
+  }
+  if (typeof kind !== "string" || !allowed.includes(kind)) {
+    const all = [...CONTRACT_KINDS, ...CONFIG_KINDS] as readonly string[];
+    if (typeof kind === "string" && all.includes(kind)) {
+      diagnostics.push(createDiagnostic(Diagnostics.ConfigInContracts, { kind }, parsed.locate(["kind"])));
+      return undefined;
+    }
+    if (kind === undefined) {
+      diagnostics.push(createDiagnostic(Diagnostics.MissingField, { field: "kind", where: "the document" }, parsed.locate([])));
+      return undefined;
+    }
+    const guess = typeof kind === "string" ? suggest(kind, allowed) : undefined;
+    diagnostics.push(
+      createDiagnostic(
+        Diagnostics.UnknownKind,
+        { kind: String(kind), allowed: allowed.map((k) => JSON.stringify(k)).join(", ") },
+        parsed.locate(["kind"]),
+        guess ? { hint: `did you mean "${guess}"?` } : {},
+      ),
+    );
+    return undefined;
+  }
+  const validate = validatorFor(kind as SchemaKind);
+  if (!validate(value)) {
+    diagnostics.push(...mapSchemaErrors(parsed, validate.errors ?? []));
+    return undefined;
+  }
+  return kind as SchemaKind;
+}
+
+/**
+ * The validate stage: every document against its kind's JSON Schema (compiler/schemas/v1), then the
+ * per-document semantic rules of validate/rules. A document that fails its schema skips the rules
+ * (they assume its shape) and is left out of the output.
+ *
+ * Input: parsed contract documents and parsed orchestration config documents.
+ * Diagnostics: CA2007, CA2008, CA2012, CA3xxx.
+ */
+export function validateDocuments(
+  contracts: readonly ParsedDocument[],
+  configs: readonly ParsedDocument[],
+): StageResult<ValidatedProject> {
+  const diagnostics: Diagnostic[] = [];
+  const value: ValidatedProject = { contracts: [], externals: [], configs: [], unresolvedNames: new Set() };
+  const run = (parsed: ParsedDocument, allowed: readonly string[]): void => {
+    const local: Diagnostic[] = [];
+    const kind = checkDocument(parsed, allowed, local);
+    if (kind !== undefined) {
+      const document = parsed.value as AnyDocument;
+      for (const rule of DOCUMENT_RULES) rule.check(document, { source: parsed, report: (d) => local.push(d) });
+      if (!local.some((d) => d.severity === "error")) {
+        if (document.kind === "ExternalAssets") value.externals.push({ document, source: parsed });
+        else if (document.kind === "OrchestrationConfig") value.configs.push({ document, source: parsed });
+        else value.contracts.push({ document, source: parsed });
+      }
+    }
+    if (local.some((d) => d.severity === "error")) {
+      for (const name of bestEffortNames(parsed.value as Record<string, unknown>)) value.unresolvedNames.add(name);
+    }
+    diagnostics.push(...local);
+  };
+  for (const parsed of contracts) run(parsed, CONTRACT_KINDS);
+  for (const parsed of configs) run(parsed, CONFIG_KINDS);
+  return { value, diagnostics };
+}

@@ -1,0 +1,1 @@
+"""Revenue-recognition jobs of the bundled example (producer ``type: python``)."""

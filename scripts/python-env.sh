@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Create or update the project's Python environment in .venv/ (repo root).
+#
+#   bash scripts/python-env.sh
+#
+# - Python 3.11 (python3.11, else python3 if that is 3.11; override with PYTHON=...).
+# - uv, pinned by requirements.lock, is pip-installed into the venv.
+# - `uv pip sync requirements.lock` makes the venv match the lock exactly.
+# - ./orchestration (contract-runtime) is installed editable with --no-deps.
+# - .venv/.lock-sha256 records the hash of requirements.lock and
+#   orchestration/pyproject.toml; when it matches, nothing is done.
+#
+# Idempotent, non-interactive, safe to run as root.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+VENV=".venv"
+LOCK="requirements.lock"
+PYPROJECT="orchestration/pyproject.toml"
+STAMP="$VENV/.lock-sha256"
+WANT_PY="3.11"
+
+log() { printf 'python-env: %s\n' "$*"; }
+die() { printf 'python-env: error: %s\n' "$*" >&2; exit 1; }
+
+[ -f "$LOCK" ] || die "$LOCK not found"
+[ -f "$PYPROJECT" ] || die "$PYPROJECT not found"
+
+# Never prompt, never try to download a Python interpreter.
+export PIP_NO_INPUT=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+export UV_PYTHON_DOWNLOADS=never UV_NO_PROGRESS=1
+# uv trusts its bundled CA roots unless told otherwise; when no SSL_CERT_FILE is
+# given, use the system store instead (works behind a TLS-intercepting proxy).
+if [ -z "${SSL_CERT_FILE:-}" ] && [ -z "${UV_SYSTEM_CERTS:-}" ] && [ -z "${UV_NATIVE_TLS:-}" ]; then
+  export UV_SYSTEM_CERTS=1
+fi
+
+want_sha="$(cat "$LOCK" "$PYPROJECT" | sha256sum | cut -d' ' -f1)"
+
+# Fast path: stamp matches and the venv's interpreter and package still work.
+up_to_date() {
+  [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want_sha" ] \
+    && "$VENV/bin/python" -c 'import contract_runtime' >/dev/null 2>&1
+}
+if up_to_date; then
+  log "up to date (${want_sha:0:12}), nothing to do"
+  exit 0
+fi
+
+# Serialise concurrent runs for this checkout (lock file lives outside the repo).
+if command -v flock >/dev/null 2>&1; then
+  lock_file="${TMPDIR:-/tmp}/contract-assets-python-env-$(printf '%s' "$ROOT" | sha256sum | cut -c1-16).lock"
+  exec 9>"$lock_file"
+  if ! flock -n 9; then
+    log "another python-env.sh run is in progress; waiting"
+    flock 9
+  fi
+  if up_to_date; then
+    log "up to date (${want_sha:0:12}), built by a concurrent run"
+    exit 0
+  fi
+fi
+
+start=$SECONDS
+
+# 1. Interpreter.
+py_version() { "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || true; }
+
+if [ -x "$VENV/bin/python" ] && [ "$(py_version "$VENV/bin/python")" = "$WANT_PY" ]; then
+  log "reusing $VENV ($("$VENV/bin/python" -V 2>&1))"
+else
+  if [ -n "${PYTHON:-}" ]; then
+    candidates=("$PYTHON")
+  else
+    candidates=(python3.11 python3)
+  fi
+  base_py=""
+  for c in "${candidates[@]}"; do
+    if command -v "$c" >/dev/null 2>&1 && [ "$(py_version "$c")" = "$WANT_PY" ]; then
+      base_py="$c"; break
+    fi
+  done
+  [ -n "$base_py" ] || die "no Python $WANT_PY found (tried: ${candidates[*]}); set PYTHON=/path/to/python3.11"
+  if [ -e "$VENV" ]; then
+    log "removing unusable $VENV"
+    rm -rf "$VENV"
+  fi
+  log "creating $VENV with $base_py ($("$base_py" -V 2>&1))"
+  "$base_py" -m venv "$VENV"
+fi
+rm -f "$STAMP"
+
+# 2. uv, at the version pinned in the lock.
+uv_version="$(sed -n 's/^uv==\([^ ;]*\).*/\1/p' "$LOCK" | head -n1)"
+[ -n "$uv_version" ] || die "$LOCK does not pin uv (add uv==X.Y.Z to requirements.in and re-lock)"
+if [ "$("$VENV/bin/uv" --version 2>/dev/null | cut -d' ' -f2)" != "$uv_version" ]; then
+  log "installing uv $uv_version"
+  if ! "$VENV/bin/python" -m pip --version >/dev/null 2>&1; then
+    "$VENV/bin/python" -m ensurepip --default-pip >/dev/null
+  fi
+  "$VENV/bin/python" -m pip install --quiet "uv==$uv_version"
+fi
+UV="$VENV/bin/uv"
+
+# 3. Exactly the locked packages.
+log "syncing $VENV with $LOCK ($(grep -c '^[A-Za-z0-9].*==' "$LOCK") packages)"
+"$UV" pip sync --quiet --python "$VENV/bin/python" "$LOCK"
+
+# 4. The project's runtime package, editable, no dependencies, no network.
+log "installing ./orchestration (contract-runtime) editable"
+"$UV" pip install --quiet --python "$VENV/bin/python" \
+  --no-deps --no-build-isolation --editable ./orchestration
+
+"$VENV/bin/python" -c 'import contract_runtime' \
+  || die "contract_runtime does not import after install"
+
+printf '%s\n' "$want_sha" > "$STAMP.tmp"
+mv "$STAMP.tmp" "$STAMP"
+log "done in $((SECONDS - start)) s ($("$VENV/bin/python" -c 'import importlib.metadata as m; print("apache-airflow", m.version("apache-airflow"))'))"
