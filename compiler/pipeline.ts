@@ -35,15 +35,25 @@ export function readManifest(file: SourceFile | undefined): Manifest | undefined
   }
 }
 
+/** Test hooks; production callers pass nothing. */
+export interface CompileOptions {
+  /** Reorders discovered files before parsing, to prove the output does not depend on order. */
+  reorder?: (files: SourceFile[]) => SourceFile[];
+}
+
 /**
  * The one place that knows the stage order: discover → parse → validate → link → graph → plan →
  * manifest → render. Every stage runs as far as its input allows, so one run reports every
  * independent problem; rendering happens only when no stage found an error.
  */
-export function compileProject(layout: ProjectLayout): CompileResult {
+export function compileProject(layout: ProjectLayout, options: CompileOptions = {}): CompileResult {
   const diagnostics: Diagnostic[] = [];
   const sources = new Map<string, string>();
   const discovered = discoverProject(layout);
+  if (options.reorder) {
+    discovered.value.contracts = options.reorder(discovered.value.contracts);
+    discovered.value.configs = options.reorder(discovered.value.configs);
+  }
   diagnostics.push(...discovered.diagnostics);
   for (const f of [...discovered.value.contracts, ...discovered.value.configs]) sources.set(f.path, f.text);
 

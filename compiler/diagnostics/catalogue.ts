@@ -30,7 +30,7 @@ export const Diagnostics = {
   ),
   NoContracts: entry<{ pattern: string }>("CA1003", "error", (a) => `no contract files match ${q(a.pattern)}`),
   SymlinkLoop: entry<{ path: string }>("CA1004", "error", (a) => `symbolic link loop or link leaving the project at ${q(a.path)}`),
-  NotUtf8: entry<{ offset: number }>("CA1005", "error", (a) => `the file is not valid UTF-8 (first bad byte at offset ${a.offset})`),
+  NotUtf8: entry<{ line: number }>("CA1005", "error", (a) => `the file is not valid UTF-8 (first bad byte on line ${a.line})`),
   NoOrchestrationConfig: entry<{ folder: string }>(
     "CA1006",
     "warning",

@@ -44,7 +44,16 @@ function decode(bytes: Uint8Array, file: string, diagnostics: Diagnostic[]): str
     const text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
     return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
   } catch {
-    diagnostics.push(createDiagnostic(Diagnostics.NotUtf8, { offset: firstBadUtf8Offset(bytes) }, { file, line: 1, column: 1 }));
+    const offset = firstBadUtf8Offset(bytes);
+    let line = 1;
+    let lineStart = 0;
+    for (let i = 0; i < offset; i++) {
+      if (bytes[i] === 0x0a) {
+        line++;
+        lineStart = i + 1;
+      }
+    }
+    diagnostics.push(createDiagnostic(Diagnostics.NotUtf8, { line }, { file, line, column: offset - lineStart + 1 }, { hint: "save the file as UTF-8" }));
     return undefined;
   }
 }

@@ -99,7 +99,7 @@ export function parseDocument(file: SourceFile): StageResult<ParsedDocument | un
   const lines = new LineCounter();
   const docs = YAML.parseAllDocuments(file.text, { ...YAML_OPTIONS, lineCounter: lines });
   const first = at1(file.path);
-  if (!Array.isArray(docs)) {
+  if (!Array.isArray(docs) || docs.length === 0) {
     // An empty stream: nothing but comments, directives or whitespace.
     diagnostics.push(createDiagnostic(Diagnostics.EmptyDocument, {}, first));
     return { value: undefined, diagnostics };
@@ -115,12 +115,17 @@ export function parseDocument(file: SourceFile): StageResult<ParsedDocument | un
     );
   }
   const doc = docs[0]!;
+  let lastLine = 0;
   for (const error of doc.errors) {
     const location = positionOf(error.pos[0]);
+    // Later errors on the same line are almost always cascades of the first.
+    if (location.line === lastLine) continue;
+    lastLine = location.line;
     const detail = error.message.split("\n")[0]!.replace(/ at line \d+, column \d+.*$/, "");
     if (error.code === "DUPLICATE_KEY") {
-      const key = /"([^"]*)"|'([^']*)'/.exec(error.message);
-      diagnostics.push(createDiagnostic(Diagnostics.DuplicateKey, { key: key?.[1] ?? key?.[2] ?? "?" }, location));
+      const rest = file.text.slice(error.pos[0]).split(/\r?\n/)[0]!;
+      const key = (/^\s*("(?:[^"\\]|\\.)*"|'[^']*'|[^:#]*?)\s*:/.exec(rest)?.[1] ?? rest).trim().replace(/^["']|["']$/g, "") || "?";
+      diagnostics.push(createDiagnostic(Diagnostics.DuplicateKey, { key }, location));
     } else {
       const hint =
         error.code === "TAB_AS_INDENT" ? "YAML indents with spaces only; replace the tab characters" : undefined;

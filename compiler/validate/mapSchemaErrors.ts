@@ -59,6 +59,14 @@ function yaml11Hint(doc: ParsedDocument, path: NodePath, value: unknown, expecte
 /** Maps ajv's errors for one document to located diagnostics (CA3001–CA3006). */
 export function mapSchemaErrors(doc: ParsedDocument, errors: readonly ErrorObject[]): Diagnostic[] {
   const out: Diagnostic[] = [];
+  // A missing field that an unknown sibling most likely misspells is said once, as the did-you-mean.
+  const misspelt = new Set<string>();
+  for (const error of errors) {
+    if (error.keyword !== "additionalProperties") continue;
+    const known = Object.keys(((error.parentSchema as Record<string, unknown> | undefined)?.properties as object | undefined) ?? {});
+    const guess = suggest((error.params as { additionalProperty: string }).additionalProperty, known);
+    if (guess) misspelt.add(`${error.instancePath}/${guess}`);
+  }
   for (const error of errors) {
     const path = pointerToPath(error.instancePath);
     const field = describePath(path);
@@ -80,6 +88,7 @@ export function mapSchemaErrors(doc: ParsedDocument, errors: readonly ErrorObjec
       }
       case "required": {
         const missing = (error.params as { missingProperty: string }).missingProperty;
+        if (misspelt.has(`${error.instancePath}/${missing}`)) break;
         out.push(createDiagnostic(Diagnostics.MissingField, { field: missing, where: field }, doc.locate(path)));
         break;
       }

@@ -24,11 +24,11 @@ export function checkUri(uri: string, path: NodePath, context: RuleContext): voi
     return report(createDiagnostic(Diagnostics.UriNonAscii, { character: shown, index: nonAscii }, at, { hint: "percent-encode it" }));
   }
   if (uri.length > MAX_ASSET_TEXT) return report(createDiagnostic(Diagnostics.UriTooLong, { length: uri.length }, at));
+  const placeholder = /\{\{.*?\}\}|\$\{[^}]*\}|\{\{|\$\{/.exec(uri);
+  if (placeholder) return report(createDiagnostic(Diagnostics.UriPlaceholder, { placeholder: placeholder[0] }, at));
   if (/\s/.test(uri)) {
     return report(createDiagnostic(Diagnostics.UriMalformed, { uri }, at, { hint: "a uri has no spaces; percent-encode them as %20" }));
   }
-  const placeholder = /\{\{.*?\}\}|\$\{[^}]*\}|\{\{|\$\{/.exec(uri);
-  if (placeholder) return report(createDiagnostic(Diagnostics.UriPlaceholder, { placeholder: placeholder[0] }, at));
   const scheme = uriScheme(uri);
   if (scheme === undefined) return report(createDiagnostic(Diagnostics.UriMalformed, { uri }, at));
   if (scheme === "airflow") return report(createDiagnostic(Diagnostics.UriReservedScheme, { scheme }, at));
