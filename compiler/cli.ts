@@ -1,6 +1,6 @@
 import path from "node:path";
 import { Command, Option } from "commander";
-import type { GraphFormat } from "./graph/describeGraph.js";
+import type { GraphFormat } from "./report/describeGraph.js";
 import { COMPILER_VERSION } from "./version.js";
 
 /** Exit codes (DESIGN §4): 0 ok, 1 errors in the input or --check drift, 2 usage or internal error. */
@@ -24,7 +24,7 @@ function rootOf(options: CommonOptions): string {
  * Runs one command and turns a thrown error (a bug: stages never throw on bad input) into one line
  * on stderr and exit 2; `--debug` adds the stack trace.
  */
-async function guarded(options: CommonOptions, body: () => Promise<number>): Promise<void> {
+export async function guarded(options: CommonOptions, body: () => Promise<number>): Promise<void> {
   try {
     process.exitCode = await body();
   } catch (error) {
@@ -118,7 +118,7 @@ export function buildProgram(): Command {
     .addOption(debug)
     .action((opts: CommonOptions & { format: GraphFormat }) =>
       guarded(opts, async () => {
-        const { formatGraph } = await import("./graph/describeGraph.js");
+        const { formatGraph } = await import("./report/describeGraph.js");
         return withProject(opts, (r) => {
           process.stdout.write(formatGraph(r.project!, r.graph!, opts.format));
           return EXIT_OK;
@@ -134,7 +134,7 @@ export function buildProgram(): Command {
     .addOption(debug)
     .action((asset: string, opts: CommonOptions) =>
       guarded(opts, async () => {
-        const { explainAsset } = await import("./graph/describeGraph.js");
+        const { explainAsset } = await import("./report/describeGraph.js");
         const { suggest } = await import("./support/suggest.js");
         return withProject(opts, (r) => {
           const text = explainAsset(r.project!, r.graph!, asset);

@@ -3,7 +3,7 @@ import type { LinkedProject } from "../link/linkProject.js";
 import type { ConditionNode } from "../plan/planDags.js";
 import { conditionOf } from "../plan/planDags.js";
 import { compareStrings } from "../support/compare.js";
-import type { AssetGraph } from "./buildGraph.js";
+import type { AssetGraph } from "../graph/buildGraph.js";
 
 /** Graph output formats of `contract-assets graph`. */
 export type GraphFormat = "mermaid" | "dot" | "json";

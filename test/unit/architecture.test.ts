@@ -1,0 +1,89 @@
+import fs from "node:fs";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { Diagnostics, listCodes } from "../../compiler/diagnostics/catalogue.js";
+import { REPO } from "./helpers.js";
+
+const COMPILER = path.join(REPO, "compiler");
+
+function sources(): Map<string, string> {
+  const out = new Map<string, string>();
+  const walk = (d: string): void => {
+    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+      const full = path.join(d, e.name);
+      if (e.isDirectory()) walk(full);
+      else if (e.name.endsWith(".ts")) out.set(path.relative(COMPILER, full).split(path.sep).join("/"), fs.readFileSync(full, "utf8"));
+    }
+  };
+  walk(COMPILER);
+  return out;
+}
+
+/**
+ * The layering rule of ARCHITECTURE.md: cli → pipeline → report → stages (in pipeline order) →
+ * diagnostics → model and support. A module imports only its own layer or lower ones, and a stage
+ * only earlier stages.
+ */
+const LAYERS: Record<string, number> = {
+  support: 0,
+  "version.ts": 0,
+  model: 0,
+  diagnostics: 1,
+  discover: 10,
+  parse: 11,
+  validate: 12,
+  link: 13,
+  graph: 14,
+  plan: 15,
+  manifest: 16,
+  diff: 17,
+  render: 18,
+  write: 19,
+  report: 30,
+  "pipeline.ts": 40,
+  "cli.ts": 50,
+};
+
+function layerOf(file: string): number {
+  const top = file.split("/")[0]!;
+  const layer = LAYERS[top];
+  if (layer === undefined) throw new Error(`no layer for ${file}`);
+  return layer;
+}
+
+describe("architecture", () => {
+  it("imports flow one way", () => {
+    const violations: string[] = [];
+    for (const [file, text] of sources()) {
+      for (const m of text.matchAll(/(?:import|export)[^'"]*?from\s+["'](\.[^"']+)["']|import\(\s*["'](\.[^"']+)["']\s*\)/g)) {
+        const spec = (m[1] ?? m[2])!;
+        const target = path.posix.normalize(path.posix.join(path.posix.dirname(file), spec)).replace(/\.js$/, ".ts");
+        if (target.startsWith("..")) continue;
+        if (layerOf(target) > layerOf(file)) violations.push(`${file} imports ${target}`);
+        if (file.startsWith("support/") && !target.startsWith("support/")) violations.push(`${file} (a leaf helper) imports ${target}`);
+      }
+    }
+    expect(violations).toEqual([]);
+  });
+
+  it("has one catalogue of unique, well-formed codes, each used by the compiler", () => {
+    const codes = listCodes();
+    expect(new Set(codes.map((c) => c.code)).size).toBe(codes.length);
+    for (const c of codes) expect(c.code).toMatch(/^CA\d{4}$/);
+    const text = [...sources()].filter(([f]) => f !== "diagnostics/catalogue.ts").map(([, t]) => t).join("\n");
+    const unused = Object.keys(Diagnostics).filter((name) => !text.includes(`Diagnostics.${name}`));
+    expect(unused).toEqual([]);
+  });
+
+  it("makes diagnostics only through the catalogue", () => {
+    for (const [file, text] of sources()) {
+      if (file.startsWith("diagnostics/")) continue;
+      expect(text, file).not.toMatch(/code:\s*"CA\d{4}"/);
+    }
+  });
+
+  it("keeps engine code free of product literals (DESIGN §2.2)", () => {
+    const corpusNames = ["billing", "revrec", "invoices_raw", "team-finance"];
+    for (const [file, text] of sources()) for (const name of corpusNames) expect(text.includes(name), `${file} mentions ${name}`).toBe(false);
+  });
+});

@@ -1,0 +1,93 @@
+import { describe, expect, it } from "vitest";
+import { canonicalJson } from "../../compiler/support/canonical-json.js";
+import { compareStrings } from "../../compiler/support/compare.js";
+import { cronProblem, isKnownTimezone } from "../../compiler/support/cron.js";
+import { parseDurationSeconds } from "../../compiler/support/duration.js";
+import { gitBlobId, sha256Hex } from "../../compiler/support/hash.js";
+import { staysInside } from "../../compiler/support/paths.js";
+import { maskSecrets } from "../../compiler/support/secrets.js";
+import { suggest } from "../../compiler/support/suggest.js";
+import { normaliseUri } from "../../compiler/support/uri.js";
+
+describe("normaliseUri (Airflow's _sanitize_uri rules)", () => {
+  it.each([
+    ["S3://landing/orders/#v2", "s3://landing/orders"],
+    ["s3://landing/orders/", "s3://landing/orders"],
+    ["s3://Landing/Orders?b=2&a=1", "s3://Landing/Orders?a=1&b=2"],
+    ["s3://bucket", "s3://bucket/"],
+    ["s3://bucket/", "s3://bucket/"],
+    ["x-datalake://raw/a/b/", "x-datalake://raw/a/b/"],
+    ["X-Datalake://Raw/A#frag", "X-Datalake://Raw/A#frag"],
+    ["no-scheme/path", "no-scheme/path"],
+  ])("%s -> %s", (input, expected) => {
+    expect(normaliseUri(input)).toBe(expected);
+  });
+});
+
+describe("compareStrings", () => {
+  it("orders by code unit, not locale", () => {
+    expect(["b", "B", "a", "é", "Z"].sort(compareStrings)).toEqual(["B", "Z", "a", "b", "é"]);
+  });
+});
+
+describe("canonicalJson", () => {
+  it("sorts keys at every depth and ends with a newline", () => {
+    expect(canonicalJson({ b: 1, a: { d: [2, { z: 1, y: 2 }], c: null } })).toBe(
+      '{\n  "a": {\n    "c": null,\n    "d": [\n      2,\n      {\n        "y": 2,\n        "z": 1\n      }\n    ]\n  },\n  "b": 1\n}\n',
+    );
+  });
+  it("refuses values JSON cannot carry", () => {
+    expect(() => canonicalJson({ a: Number.NaN })).toThrow(TypeError);
+    expect(() => canonicalJson({ a: undefined })).toThrow(TypeError);
+  });
+});
+
+describe("durations", () => {
+  it.each([
+    ["PT26H", 93600],
+    ["P1DT2H30M", 95400],
+    ["P2W", 1209600],
+    ["PT0.5S", 0.5],
+  ])("%s is %d seconds", (text, seconds) => expect(parseDurationSeconds(text)).toBe(seconds));
+  it.each(["P1M", "P1Y", "PT", "P", "26h", "PT0S", ""])("%s is refused", (text) => expect(parseDurationSeconds(text)).toBeUndefined());
+});
+
+describe("cron and time zones", () => {
+  it("accepts five fields and presets", () => {
+    expect(cronProblem("0 3 * * *")).toBeUndefined();
+    expect(cronProblem("*/15 9-17 * * MON-FRI")).toBeUndefined();
+    expect(cronProblem("@daily")).toBeUndefined();
+  });
+  it("refuses other shapes with a reason", () => {
+    expect(cronProblem("0 3 * *")).toMatch(/expected 5 fields/);
+    expect(cronProblem("0 0 0 * * *")).toMatch(/found 6/);
+    expect(cronProblem("@sometimes")).toMatch(/unknown preset/);
+    expect(cronProblem("0 25 * * *")).toMatch(/0-23/);
+  });
+  it("knows IANA zones", () => {
+    expect(isKnownTimezone("Europe/Berlin")).toBe(true);
+    expect(isKnownTimezone("UTC")).toBe(true);
+    expect(isKnownTimezone("Mars/Olympus")).toBe(false);
+    expect(isKnownTimezone("../etc")).toBe(false);
+  });
+});
+
+describe("paths, secrets, hashes, suggestions", () => {
+  it("keeps paths inside the project", () => {
+    expect(staysInside("sql/a.sql")).toBe(true);
+    expect(staysInside("sql/../sql/a.sql")).toBe(true);
+    for (const p of ["../a.sql", "/etc/passwd", "sql/../../a", "C:\\x.sql", "", "."]) expect(staysInside(p), p).toBe(false);
+  });
+  it("masks user info in any text", () => {
+    expect(maskSecrets('uri "s3://svc:hunter2@bucket/x" and postgres://u@h:5432/db')).toBe('uri "s3://***@bucket/x" and postgres://***@h:5432/db');
+  });
+  it("computes git blob ids like git hash-object", () => {
+    // `printf 'hello\n' | git hash-object --stdin`
+    expect(gitBlobId(Buffer.from("hello\n"))).toBe("ce013625030ba8dba906f756967f9e9ca394464a");
+    expect(sha256Hex("")).toBe("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  });
+  it("suggests only close names", () => {
+    expect(suggest("ownr", ["owner", "domain"])).toBe("owner");
+    expect(suggest("completely_different", ["owner", "domain"])).toBeUndefined();
+  });
+});
