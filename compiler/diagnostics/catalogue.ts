@@ -184,6 +184,11 @@ export const Diagnostics = {
     "error",
     (a) => `the source name ${q(a.name)} is also a dataset of this contract`,
   ),
+  TagTooLong: entry<{ tag: string; length: number }>(
+    "CA3042",
+    "error",
+    (a) => `the tag ${q(a.tag)} has ${a.length} characters; Airflow allows at most 100`,
+  ),
   ManualWithSchedule: entry(
     "CA3039",
     "error",

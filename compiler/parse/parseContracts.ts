@@ -1,4 +1,4 @@
-import YAML, { isAlias, isMap, isPair, isScalar, isSeq, LineCounter, type Document, type Node } from "yaml";
+import YAML, { isAlias, isMap, isPair, isScalar, isSeq, LineCounter, visit, type Document, type Node, type Scalar } from "yaml";
 import { createDiagnostic, Diagnostics } from "../diagnostics/catalogue.js";
 import type { Diagnostic, SourceLocation, StageResult } from "../diagnostics/diagnostic.js";
 import type { SourceFile } from "../discover/discoverProject.js";
@@ -76,15 +76,22 @@ function makeLocator(doc: Document, file: string, lines: LineCounter): ParsedDoc
   };
 }
 
-function findNonJson(value: unknown, path: (string | number)[], out: Array<{ path: (string | number)[]; value: string; unsafe: boolean }>): void {
-  if (typeof value === "number") {
-    if (!Number.isFinite(value)) out.push({ path, value: String(value), unsafe: false });
-    else if (Number.isInteger(value) && !Number.isSafeInteger(value)) out.push({ path, value: String(value), unsafe: true });
-  } else if (Array.isArray(value)) {
-    value.forEach((item, i) => findNonJson(item, [...path, i], out));
-  } else if (value !== null && typeof value === "object") {
-    for (const [k, v] of Object.entries(value)) findNonJson(v, [...path, k], out);
-  }
+/**
+ * Scalars JSON cannot carry exactly: `.nan` and `.inf`, and integer literals beyond ±2^53 (a
+ * float literal such as `1.5e+288` is fine: it is read as the float it says).
+ */
+function findNonJson(doc: Document): Array<{ node: Scalar; unsafe: boolean }> {
+  const out: Array<{ node: Scalar; unsafe: boolean }> = [];
+  visit(doc, {
+    Scalar(_key, node) {
+      if (typeof node.value !== "number") return;
+      if (!Number.isFinite(node.value)) out.push({ node, unsafe: false });
+      else if (/^[-+]?(?:\d+|0x[0-9a-fA-F]+|0o[0-7]+)$/.test(String(node.source ?? "")) && !Number.isSafeInteger(node.value)) {
+        out.push({ node, unsafe: true });
+      }
+    },
+  });
+  return out;
 }
 
 /**
@@ -157,13 +164,16 @@ export function parseDocument(file: SourceFile): StageResult<ParsedDocument | un
     diagnostics.push(createDiagnostic(Diagnostics.NotAMapping, { found: nodeLabel(doc.contents) }, locate([])));
     return { value: undefined, diagnostics };
   }
-  const bad: Array<{ path: (string | number)[]; value: string; unsafe: boolean }> = [];
-  findNonJson(value, [], bad);
+  const bad = findNonJson(doc);
   for (const b of bad) {
+    const at = positionOf(b.node.range?.[0] ?? 0);
+    const end = positionOf(b.node.range?.[1] ?? 0);
+    if (end.line === at.line && end.column > at.column) Object.assign(at, { endLine: end.line, endColumn: end.column });
+    const shown = String(b.node.source ?? b.node.value);
     diagnostics.push(
       b.unsafe
-        ? createDiagnostic(Diagnostics.UnsafeInteger, { value: b.value }, locate(b.path), { hint: "quote it to keep it a string" })
-        : createDiagnostic(Diagnostics.NonJsonValue, { value: b.value }, locate(b.path)),
+        ? createDiagnostic(Diagnostics.UnsafeInteger, { value: shown }, at, { hint: "quote it to keep it a string" })
+        : createDiagnostic(Diagnostics.NonJsonValue, { value: shown }, at),
     );
   }
   if (bad.length > 0) return { value: undefined, diagnostics };

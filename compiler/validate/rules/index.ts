@@ -1,3 +1,4 @@
+import { DagTagRule } from "./DagTagRule.js";
 import { PiiLegalBasisRule } from "./PiiLegalBasisRule.js";
 import { ProjectPathRule } from "./ProjectPathRule.js";
 import { QualityRuleShapeRule } from "./QualityRuleShapeRule.js";
@@ -22,4 +23,5 @@ export const DOCUMENT_RULES: readonly DocumentRule[] = [
   QualityRuleShapeRule,
   ReservedExtraKeyRule,
   TriggerShapeRule,
+  DagTagRule,
 ];
