@@ -1,6 +1,6 @@
 import { createDiagnostic, Diagnostics } from "./diagnostics/catalogue.js";
 import { hasErrors, sortDiagnostics, type Diagnostic } from "./diagnostics/diagnostic.js";
-import { discoverProject, findExistingFiles, type ProjectLayout, type SourceFile } from "./discover/discoverProject.js";
+import { discoverProject, readReferencedFiles, type ProjectLayout, type SourceFile } from "./discover/discoverProject.js";
 import { buildGraph, type AssetGraph } from "./graph/buildGraph.js";
 import { linkProject, type LinkedProject } from "./link/linkProject.js";
 import { buildManifest, MANIFEST_VERSION, type Manifest } from "./manifest/buildManifest.js";
@@ -68,8 +68,10 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
     .map((c) => c.document)
     .flatMap((c) => (c.kind === "TransformContract" && c.producer.type === "sql" ? [c.producer.path] : []));
   const previousManifest = readManifest(discovered.value.previousManifest);
+  const producerFiles = readReferencedFiles(layout.root, referenced);
+  diagnostics.push(...producerFiles.diagnostics);
   const linked = linkProject(validated.value, {
-    existingFiles: findExistingFiles(layout.root, referenced),
+    producerFiles: producerFiles.value,
     unresolvedNames: validated.value.unresolvedNames,
     ...(previousManifest ? { previousAssets: new Map(previousManifest.assets.map((a) => [a.name, { uri: a.uri }])) } : {}),
   });

@@ -175,25 +175,32 @@ export function discoverProject(layout: ProjectLayout): StageResult<DiscoveredPr
 }
 
 /**
- * Which of the given project-relative paths exist as regular files inside the project (following
- * links only when they stay inside). Used for producer SQL files; reads no contents.
+ * Reads the producer files contracts name (SQL), by project-relative path: only regular files
+ * inside the project (links followed only when they stay inside), UTF-8, within the size limit.
+ * A path missing from the result is reported by the link stage (CA1007); unreadable or oversized
+ * files are reported here.
  */
-export function findExistingFiles(root: string, paths: Iterable<string>): Set<string> {
-  const existing = new Set<string>();
+export function readReferencedFiles(root: string, paths: Iterable<string>): StageResult<Map<string, string>> {
+  const diagnostics: Diagnostic[] = [];
+  const files = new Map<string, string>();
   let realRoot: string;
   try {
     realRoot = fs.realpathSync(root);
   } catch {
-    return existing;
+    return { value: files, diagnostics };
   }
-  for (const p of paths) {
+  // Sort for determinism.
+  for (const p of [...new Set(paths)].sort(compareStrings)) {
     if (!staysInside(p)) continue;
     try {
       const real = fs.realpathSync(path.join(root, p));
-      if (staysInside(relativePosix(realRoot, real)) && fs.statSync(real).isFile()) existing.add(p);
+      if (!staysInside(relativePosix(realRoot, real)) || !fs.statSync(real).isFile()) continue;
     } catch {
-      // Missing or a loop: reported by the caller as CA1007.
+      // Missing or a loop: reported by the link stage as CA1007.
+      continue;
     }
+    const file = readSourceFile(root, p, diagnostics);
+    if (file) files.set(p, file.text.replace(/\r\n?/g, "\n"));
   }
-  return existing;
+  return { value: files, diagnostics };
 }

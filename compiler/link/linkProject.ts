@@ -56,6 +56,8 @@ export interface LinkedContract {
 
 export interface LinkedProject {
   config: OrchestrationConfig;
+  /** Producer files (SQL) by project-relative path, carried into the manifest for the runtime. */
+  producerFiles: ReadonlyMap<string, string>;
   contracts: LinkedContract[];
   /** Every asset by name, produced and external. */
   assets: Map<string, AssetDeclaration>;
@@ -63,8 +65,8 @@ export interface LinkedProject {
 
 /** What the link stage knows of the world beyond the validated documents. */
 export interface LinkContext {
-  /** Project-relative paths of producer files that exist (from discover). */
-  existingFiles: ReadonlySet<string>;
+  /** Producer files (SQL) by project-relative path, LF line ends (from discover). */
+  producerFiles: ReadonlyMap<string, string>;
   /** Assets of the previous manifest, by name, for rename hints. */
   previousAssets?: ReadonlyMap<string, { uri: string }>;
   unresolvedNames: ReadonlySet<string>;
@@ -268,7 +270,7 @@ export function linkProject(validated: ValidatedProject, context: LinkContext): 
         createDiagnostic(Diagnostics.UnknownProducerFamily, { family: c.producer.family }, located.source.locate(["producer", "family"]), guess ? { hint: `did you mean "${guess}"?` } : {}),
       );
     }
-    if (c.kind === "TransformContract" && c.producer.type === "sql" && !context.existingFiles.has(c.producer.path)) {
+    if (c.kind === "TransformContract" && c.producer.type === "sql" && !context.producerFiles.has(c.producer.path)) {
       diagnostics.push(createDiagnostic(Diagnostics.ReferencedFileMissing, { path: c.producer.path }, located.source.locate(["producer", "path"])));
     }
     if (c.trigger !== undefined && c.trigger !== "manual") {
@@ -332,7 +334,7 @@ export function linkProject(validated: ValidatedProject, context: LinkContext): 
     const known = o.match.contract !== undefined ? ids.has(target) : domains.has(target);
     if (!known) diagnostics.push(createDiagnostic(Diagnostics.UnknownOverrideTarget, { target }, o.location));
   }
-  return { value: { config, contracts: linked, assets }, diagnostics };
+  return { value: { config, producerFiles: context.producerFiles, contracts: linked, assets }, diagnostics };
 }
 
 function unknownHint(

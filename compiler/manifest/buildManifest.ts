@@ -27,6 +27,8 @@ export interface ManifestAsset {
   /** Schema of a produced dataset (for the diff's schema rules); null for externals. */
   schema: { version: number; properties: unknown[] } | null;
   quality: unknown[];
+  /** Old names this asset declares it replaces (`renamed_from`), sorted. */
+  renamed_from: string[];
 }
 
 export interface Manifest {
@@ -60,6 +62,8 @@ export function buildManifest(project: LinkedProject, graph: AssetGraph, dags: D
       contract_sha256: producer?.sha256 ?? null,
       schema: dataset ? { version: dataset.schema.version, properties: dataset.schema.properties } : null,
       quality: dataset?.quality ?? [],
+      // Sort for determinism.
+      renamed_from: [...(dataset?.renamed_from ?? [])].sort(compareStrings),
     });
   }
   // Sort for determinism.

@@ -1,7 +1,7 @@
 import type { StageResult } from "../diagnostics/diagnostic.js";
 import type { AssetGraph } from "../graph/buildGraph.js";
 import type { AssetDeclaration, LinkedContract, LinkedProject } from "../link/linkProject.js";
-import type { AssetCondition, Contract } from "../model/contract.js";
+import type { AssetCondition, Contract, QualityRule } from "../model/contract.js";
 import { compareStrings } from "../support/compare.js";
 import { parseDurationSeconds } from "../support/duration.js";
 
@@ -68,7 +68,21 @@ export function conditionOf(contract: Contract, triggering: readonly string[]): 
   return toNode(spec);
 }
 
-function runtimeOf(c: LinkedContract, assets: ReadonlyMap<string, AssetDeclaration>): Record<string, unknown> {
+/**
+ * The assertion name of each quality rule: its own `name`, else `<metric>_<column>` (`rowCount`,
+ * `sql_<n>` for SQL rules), made unique within the dataset by a position suffix.
+ */
+export function qualityNames(rules: readonly QualityRule[]): string[] {
+  const names = rules.map((q, i) => q.name ?? (q.type === "sql" ? `sql_${i + 1}` : [q.metric, q.column].filter(Boolean).join("_")));
+  return names.map((n, i) => (names.indexOf(n) !== i || (rules[i]!.name === undefined && rules.some((r) => r.name === n)) ? `${n}_${i + 1}` : n));
+}
+
+function runtimeOf(
+  c: LinkedContract,
+  assets: ReadonlyMap<string, AssetDeclaration>,
+  sqlFiles: ReadonlyMap<string, string>,
+  sampleData: ReadonlyMap<string, string>,
+): Record<string, unknown> {
   const contract = c.contract;
   const runtime: Record<string, unknown> = {
     kind: contract.kind,
@@ -80,18 +94,23 @@ function runtimeOf(c: LinkedContract, assets: ReadonlyMap<string, AssetDeclarati
       uri: assets.get(`${contract.domain}.${d.name}`)?.uri ?? null,
       layer: d.layer ?? (contract.kind === "IngestionContract" ? "raw" : "curated"),
       schema: d.schema,
-      quality: (d.quality ?? []).map((q, i) => ({ name: q.name ?? `rule_${i + 1}`, severity: q.severity ?? "error", ...q })),
+      quality: qualityNames(d.quality ?? []).map((name, i) => ({ ...d.quality![i], name, severity: d.quality![i]!.severity ?? "error" })),
       ...(d.physical ? { physical: d.physical } : {}),
     })),
     upstreams: c.upstreams.map((u) => ({ asset: u.asset, trigger: u.trigger, ...(u.schemaVersion !== undefined ? { schema_version: u.schemaVersion } : {}) })),
   };
-  if (contract.kind === "TransformContract") runtime.producer = contract.producer;
-  else {
+  if (contract.kind === "TransformContract") {
+    // The SQL text travels in the manifest: workers share no project files (DESIGN §5.4).
+    runtime.producer =
+      contract.producer.type === "sql" ? { ...contract.producer, sql: sqlFiles.get(contract.producer.path) ?? "" } : contract.producer;
+  } else {
     runtime.producer = { type: "load" };
     runtime.source = contract.source;
     runtime.mode = contract.mode;
     if (contract.incremental) runtime.incremental = contract.incremental;
     if (contract.on_schema_drift) runtime.on_schema_drift = contract.on_schema_drift;
+    const sample = sampleData.get(contract.source.name);
+    if (sample !== undefined) runtime.sample_data = sample;
   }
   if (contract.processing) runtime.processing = contract.processing;
   if (contract.freshness) runtime.freshness = contract.freshness;
@@ -141,7 +160,7 @@ export function planDags(project: LinkedProject, graph: AssetGraph): StageResult
         { task_id: "publish", inlets: [], outlets, upstream_task_ids: ["audit"] },
       ],
       default_args: defaultArgs,
-      runtime: runtimeOf(c, project.assets),
+      runtime: runtimeOf(c, project.assets, project.producerFiles, project.config.sampleData),
     });
   }
   // Sort for determinism.
