@@ -1,5 +1,6 @@
 import type { StageResult } from "../diagnostics/diagnostic.js";
 import type { AssetGraph } from "../graph/buildGraph.js";
+import type { OrchestrationConfig } from "../link/config.js";
 import type { AssetDeclaration, LinkedContract, LinkedProject } from "../link/linkProject.js";
 import type { AssetCondition, Contract, QualityRule } from "../model/contract.js";
 import { compareStrings } from "../support/compare.js";
@@ -81,7 +82,7 @@ function runtimeOf(
   c: LinkedContract,
   assets: ReadonlyMap<string, AssetDeclaration>,
   sqlFiles: ReadonlyMap<string, string>,
-  sampleData: ReadonlyMap<string, string>,
+  config: OrchestrationConfig,
 ): Record<string, unknown> {
   const contract = c.contract;
   const runtime: Record<string, unknown> = {
@@ -101,15 +102,20 @@ function runtimeOf(
   };
   if (contract.kind === "TransformContract") {
     // The SQL text travels in the manifest: workers share no project files (DESIGN §5.4).
-    runtime.producer =
-      contract.producer.type === "sql" ? { ...contract.producer, sql: sqlFiles.get(contract.producer.path) ?? "" } : contract.producer;
+    const p = contract.producer;
+    if (p.type === "sql") runtime.producer = { ...p, sql: sqlFiles.get(p.path) ?? "" };
+    else if (p.type === "command") {
+      // The shim's argument list and environment come from the orchestration config (DESIGN §3.6).
+      const family = config.producers.get(p.family);
+      runtime.producer = { ...p, command: [...(family?.command ?? []), ...(p.args ?? [])], env: family?.env ?? {} };
+    } else runtime.producer = p;
   } else {
     runtime.producer = { type: "load" };
     runtime.source = contract.source;
     runtime.mode = contract.mode;
     if (contract.incremental) runtime.incremental = contract.incremental;
     if (contract.on_schema_drift) runtime.on_schema_drift = contract.on_schema_drift;
-    const sample = sampleData.get(contract.source.name);
+    const sample = config.sampleData.get(contract.source.name);
     if (sample !== undefined) runtime.sample_data = sample;
   }
   if (contract.processing) runtime.processing = contract.processing;
@@ -160,7 +166,7 @@ export function planDags(project: LinkedProject, graph: AssetGraph): StageResult
         { task_id: "publish", inlets: [], outlets, upstream_task_ids: ["audit"] },
       ],
       default_args: defaultArgs,
-      runtime: runtimeOf(c, project.assets, project.producerFiles, project.config.sampleData),
+      runtime: runtimeOf(c, project.assets, project.producerFiles, project.config),
     });
   }
   // Sort for determinism.
