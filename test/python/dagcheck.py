@@ -151,7 +151,9 @@ def ruff_air(paths: Sequence[Path], *, preview: bool = False) -> subprocess.Comp
     return subprocess.run(cmd, env=subprocess_env(), capture_output=True, text=True, timeout=120, check=False)
 
 
-def import_without_io(modules: Sequence[Path], cwd: Path) -> tuple[dict[str, dict[str, Any]], subprocess.CompletedProcess[str]]:
+def import_without_io(
+    modules: Sequence[Path], cwd: Path
+) -> tuple[dict[str, dict[str, Any]], subprocess.CompletedProcess[str]]:
     """Run import_without_io.py over modules in one fresh interpreter; return its per-path results."""
     proc = subprocess.run(
         [sys.executable, str(IMPORT_WITHOUT_IO), *[str(m) for m in modules]],
@@ -280,6 +282,7 @@ def check_schedule(dag, mdag: Mapping[str, Any], assets: Mapping[str, Mapping[st
 
     if cond is None and cron is None:
         assert type(timetable) is NullTimetable, f"{where}: expected NullTimetable, Airflow has {type(timetable)!r}"
+        assert timetable.asset_condition.as_expression() is None, f"{where}: unexpected asset condition"
         return
     if cond is not None and cron is not None:
         expected_type = AssetOrTimeSchedule
@@ -310,10 +313,15 @@ def check_schedule(dag, mdag: Mapping[str, Any], assets: Mapping[str, Mapping[st
                 f"{where}: schedule asset {leaf.name!r} differs from the manifest"
             )
     else:
-        assert getattr(timetable, "asset_condition", None) is None, f"{where}: unexpected asset condition"
+        # Core timetables without assets carry a falsy _NullAsset whose as_expression() is None.
+        assert not timetable.asset_condition and timetable.asset_condition.as_expression() is None, (
+            f"{where}: unexpected asset condition {timetable.asset_condition.as_expression()!r}"
+        )
 
 
-def check_assets_and_tasks(dag, mdag: Mapping[str, Any], assets: Mapping[str, Mapping[str, Any]], manifest_path: Path) -> None:
+def check_assets_and_tasks(
+    dag, mdag: Mapping[str, Any], assets: Mapping[str, Mapping[str, Any]], manifest_path: Path
+) -> None:
     """produce -> audit -> publish; inlets only on produce, outlets only on publish; Assets as in the manifest."""
     dag_id = mdag["dag_id"]
     assert list(dag.task_dict) == list(TASK_ORDER), f"DAG {dag_id}: tasks {list(dag.task_dict)}"
@@ -325,7 +333,9 @@ def check_assets_and_tasks(dag, mdag: Mapping[str, Any], assets: Mapping[str, Ma
 
     for task in dag.tasks:
         assert type(task).__name__ == OPERATOR_CLASS[task.task_id], f"DAG {dag_id}: {task.task_id} is {type(task)!r}"
-        assert type(task).__module__ == "contract_runtime.operators", f"DAG {dag_id}: {task.task_id} from {type(task).__module__}"
+        assert type(task).__module__ == "contract_runtime.operators", (
+            f"DAG {dag_id}: {task.task_id} from {type(task).__module__}"
+        )
         assert task.contract_id == dag_id, f"DAG {dag_id}: task {task.task_id} has contract_id {task.contract_id!r}"
         assert os.path.samefile(task.manifest_path, manifest_path), (
             f"DAG {dag_id}: task {task.task_id} manifest_path {task.manifest_path!r} is not the manifest"
@@ -333,7 +343,9 @@ def check_assets_and_tasks(dag, mdag: Mapping[str, Any], assets: Mapping[str, Ma
         for kind in ("inlets", "outlets"):
             for asset in getattr(task, kind):
                 assert type(asset).__name__ == "Asset", f"DAG {dag_id}: {task.task_id}.{kind} holds {asset!r}"
-                assert asset.name in assets, f"DAG {dag_id}: {task.task_id}.{kind} uses {asset.name!r}, not in manifest assets[]"
+                assert asset.name in assets, (
+                    f"DAG {dag_id}: {task.task_id}.{kind} uses {asset.name!r}, not in manifest assets[]"
+                )
                 assert asset_fields(asset) == manifest_asset_fields(assets[asset.name]), (
                     f"DAG {dag_id}: {task.task_id}.{kind} Asset {asset.name!r} differs from the manifest:\n"
                     f"  Airflow:  {asset_fields(asset)!r}\n  manifest: {manifest_asset_fields(assets[asset.name])!r}"

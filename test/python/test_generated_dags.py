@@ -16,9 +16,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 import dagcheck
+import pytest
 from dagcheck import GENERATED_DIR, SHARED_CASES
 
 MANIFEST_FILE = GENERATED_DIR / "manifest.json"
@@ -83,7 +82,7 @@ def no_io_results(tmp_path_factory) -> dict[str, dict[str, Any]]:
 @pytest.fixture(scope="session")
 def cases_dir() -> Path:
     if not SHARED_CASES.is_dir():
-        pytest.skip(f"handed cases not found: <repo>/../shared/cases does not exist ({SHARED_CASES.name} missing)")
+        pytest.skip("handed cases not found: <repo>/../shared/cases does not exist")
     return SHARED_CASES
 
 
@@ -286,7 +285,9 @@ def test_case_injection_runs_nothing_at_import(compile_case) -> None:
         assert outcome["ok"], f"{Path(path).name}: blocked {outcome['blocked']}\n{outcome['error']}"
     assert "pwned" not in proc.stdout.splitlines(), proc.stdout
     after = {p for p in result.root.rglob("*")}
-    assert after == before, f"files appeared during import: {sorted(str(p.relative_to(result.root)) for p in after - before)}"
+    assert after == before, (
+        f"files appeared during import: {sorted(str(p.relative_to(result.root)) for p in after - before)}"
+    )
     assert not [p for p in after if "pwned" in p.name]
 
 
@@ -315,7 +316,7 @@ def _set_trigger(condition: str):
     def edit(root: Path) -> None:
         path = root / "contracts" / "sales" / "revenue.yaml"
         text = path.read_text(encoding="utf-8")
-        new, count = re.subn(r"^  assets: .*$", lambda _m: f"  assets: {condition}", text, flags=re.M)
+        new, count = re.subn(r"^  assets: .*$", lambda _m: f"  assets: {condition}", text, flags=re.MULTILINE)
         assert count == 1, "nested-trigger revenue.yaml no longer has a one-line `  assets:` trigger"
         path.write_text(new, encoding="utf-8")
 
