@@ -35,14 +35,57 @@ export async function guarded(options: CommonOptions, body: () => Promise<number
   }
 }
 
-async function compileCommand(options: CommonOptions & { check?: boolean }, mode: "compile" | "validate"): Promise<number> {
+interface CompileFlags extends CommonOptions {
+  check?: boolean;
+  diff?: boolean;
+  against?: string;
+}
+
+/** A manifest with nothing in it: the previous state of a first compile. */
+function emptyManifest(): import("./manifest/buildManifest.js").Manifest {
+  return { manifestVersion: 1, compiler: { name: "contract-assets", version: COMPILER_VERSION }, lineage: { namespace: "" }, assets: [], edges: [], dags: [] };
+}
+
+/**
+ * The previous state for a diff: the manifest at a Git ref, or the one in the output folder, or
+ * an empty one (a first compile). A manifest that exists but cannot be read is CA7002.
+ */
+async function previousState(layout: import("./discover/discoverProject.js").ProjectLayout, against: string | undefined) {
+  const { readManifestAtRef, readSourceFile } = await import("./discover/discoverProject.js");
+  const { parseManifest } = await import("./pipeline.js");
+  const { createDiagnostic, Diagnostics } = await import("./diagnostics/catalogue.js");
+  const fs = await import("node:fs");
+  const relative = `${layout.outDir}/manifest.json`;
+  let text: string | undefined;
+  let shown = relative;
+  if (against !== undefined) {
+    const read = readManifestAtRef(layout, against);
+    shown = `${against}:${relative}`;
+    if (!read.file) return { diagnostic: createDiagnostic(Diagnostics.PreviousManifestUnreadable, { path: shown, detail: read.problem ?? "unknown" }, undefined) };
+    text = read.file.text;
+  } else if (fs.existsSync(path.join(layout.root, relative))) {
+    text = readSourceFile(layout.root, relative, [])?.text;
+  }
+  if (text === undefined) return { manifest: emptyManifest() };
+  const parsed = parseManifest(text);
+  if (!parsed.manifest) return { diagnostic: createDiagnostic(Diagnostics.PreviousManifestUnreadable, { path: shown, detail: parsed.problem ?? "unknown" }, undefined) };
+  return { manifest: parsed.manifest };
+}
+
+async function compileCommand(options: CompileFlags, mode: "compile" | "validate" | "diff"): Promise<number> {
   const { compileProject } = await import("./pipeline.js");
   const { defaultLayout } = await import("./discover/discoverProject.js");
   const { formatDiagnostics } = await import("./diagnostics/format.js");
   const { hasErrors, sortDiagnostics } = await import("./diagnostics/diagnostic.js");
   const { writeOutputs } = await import("./write/writeOutputs.js");
   const layout = defaultLayout(rootOf(options));
-  const result = compileProject(layout);
+  const wantsDiff = mode === "diff" || options.diff === true || options.against !== undefined;
+  const previous = wantsDiff ? await previousState(layout, options.against) : undefined;
+  if (previous?.diagnostic) {
+    process.stderr.write(formatDiagnostics([previous.diagnostic], "text", () => undefined));
+    return EXIT_INPUT;
+  }
+  const result = compileProject(layout, previous?.manifest ? { previousManifest: previous.manifest } : {});
   let diagnostics = result.diagnostics;
   let summary = "";
   if (!hasErrors(diagnostics) && mode === "compile" && result.files) {
@@ -61,8 +104,16 @@ async function compileCommand(options: CommonOptions & { check?: boolean }, mode
   }
   const format = options.format ?? "text";
   const text = formatDiagnostics(diagnostics, format, (f) => result.sources.get(f));
-  if (format === "text") process.stderr.write(text + summary);
-  else process.stdout.write(text);
+  const { formatChanges } = await import("./report/formatChanges.js");
+  if (format === "json") {
+    const body = JSON.parse(text) as Record<string, unknown>;
+    if (wantsDiff && result.diff) body.diff = JSON.parse(formatChanges(result.diff, "json"));
+    process.stdout.write(JSON.stringify(body, null, 2) + "\n");
+  } else {
+    if (format === "text") process.stderr.write(text + summary);
+    else process.stdout.write(text);
+    if (wantsDiff && result.diff) process.stdout.write(formatChanges(result.diff, format, result.project));
+  }
   return hasErrors(diagnostics) ? EXIT_INPUT : EXIT_OK;
 }
 
@@ -97,10 +148,21 @@ export function buildProgram(): Command {
     .command("compile")
     .description("compile contracts/ into generated/manifest.json and generated/dags/")
     .option("--check", "write nothing; exit 1 when generated/ differs from what compile would write")
+    .option("--diff", "also report what changed against the manifest in generated/ (or --against)")
+    .option("--against <ref>", "with --diff: compare with the manifest committed at this Git ref")
     .addOption(format)
     .addOption(root)
     .addOption(debug)
-    .action((opts: CommonOptions & { check?: boolean }) => guarded(opts, () => compileCommand(opts, "compile")));
+    .action((opts: CompileFlags) => guarded(opts, () => compileCommand(opts, "compile")));
+
+  program
+    .command("diff")
+    .description("report added, removed, renamed and changed assets and broken consumers; write nothing")
+    .option("--against <ref>", "compare with the manifest committed at this Git ref (default: generated/manifest.json)")
+    .addOption(format)
+    .addOption(root)
+    .addOption(debug)
+    .action((opts: CompileFlags) => guarded(opts, () => compileCommand(opts, "diff")));
 
   program
     .command("validate")

@@ -1,6 +1,7 @@
 import { createDiagnostic, Diagnostics } from "./diagnostics/catalogue.js";
 import { hasErrors, sortDiagnostics, type Diagnostic } from "./diagnostics/diagnostic.js";
 import { discoverProject, readReferencedFiles, type ProjectLayout, type SourceFile } from "./discover/discoverProject.js";
+import { breakingDiagnostics, diffManifests, type ManifestDiff } from "./diff/diffManifests.js";
 import { buildGraph, type AssetGraph } from "./graph/buildGraph.js";
 import { linkProject, type LinkedProject } from "./link/linkProject.js";
 import { buildManifest, MANIFEST_VERSION, type Manifest } from "./manifest/buildManifest.js";
@@ -22,23 +23,41 @@ export interface CompileResult {
   files?: FileMap;
   /** The manifest found in the output folder before this compile, when readable. */
   previousManifest?: Manifest;
+  /** The changes against the previous manifest (or the one given in the options). */
+  diff?: ManifestDiff;
+}
+
+/**
+ * Reads a manifest written by this compiler. Returns the manifest, or a reason when the text is not
+ * JSON, not a manifest, or of a `manifestVersion` this compiler does not know.
+ */
+export function parseManifest(text: string): { manifest?: Manifest; problem?: string } {
+  let value: Partial<Manifest>;
+  try {
+    value = JSON.parse(text) as Partial<Manifest>;
+  } catch (error) {
+    return { problem: `not JSON (${(error as Error).message})` };
+  }
+  if (value === null || typeof value !== "object" || !Array.isArray(value.assets) || !Array.isArray(value.dags) || !Array.isArray(value.edges)) {
+    return { problem: "not a contract-assets manifest" };
+  }
+  if (value.manifestVersion !== MANIFEST_VERSION) {
+    return { problem: `manifestVersion ${JSON.stringify(value.manifestVersion)} is not ${MANIFEST_VERSION}; compile it again with this compiler` };
+  }
+  return { manifest: value as Manifest };
 }
 
 /** Reads a previous manifest; undefined when absent, unreadable or of an unknown version. */
 export function readManifest(file: SourceFile | undefined): Manifest | undefined {
-  if (!file) return undefined;
-  try {
-    const value = JSON.parse(file.text) as Manifest;
-    return value.manifestVersion === MANIFEST_VERSION && Array.isArray(value.assets) ? value : undefined;
-  } catch {
-    return undefined;
-  }
+  return file ? parseManifest(file.text).manifest : undefined;
 }
 
 /** Test hooks; production callers pass nothing. */
 export interface CompileOptions {
   /** Reorders discovered files before parsing, to prove the output does not depend on order. */
   reorder?: (files: SourceFile[]) => SourceFile[];
+  /** The state to diff against instead of the manifest in the output folder (`diff --against`). */
+  previousManifest?: Manifest;
 }
 
 /**
@@ -82,12 +101,29 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
 
   const result: CompileResult = { diagnostics: [], sources, project: linked.value, graph: graph.value };
   if (previousManifest) result.previousManifest = previousManifest;
+  // The manifest is built even when there are errors, so the diff can say what the change does;
+  // nothing is rendered (so nothing can be written) unless every stage is clean.
+  const plans = planDags(linked.value, graph.value);
+  const manifest = buildManifest(linked.value, graph.value, plans.value);
+  diagnostics.push(...plans.diagnostics, ...manifest.diagnostics);
+  result.manifest = manifest.value.manifest;
+  const previous = options.previousManifest ?? previousManifest;
+  if (previous) {
+    // Files that exist but could not be read, parsed or validated are in an unknown state, not gone.
+    const accepted = new Set([...validated.value.contracts, ...validated.value.externals].map((l) => l.source.file.path));
+    const broken = new Set(discovered.value.contractPaths.filter((p) => !accepted.has(p)));
+    const unresolved = new Set([...validated.value.unresolvedNames, ...previous.assets.filter((a) => broken.has(a.contract)).map((a) => a.name)]);
+    result.diff = diffManifests(previous, manifest.value.manifest, unresolved);
+    const breaking = breakingDiagnostics(result.diff, linked.value, previous);
+    // A consumer whose upstream broke is usually reported by link already (CA4005, CA4006, CA4008):
+    // say it once, on that line.
+    const lineOf = (d: Diagnostic): string => `${d.location?.file}:${d.location?.line}`;
+    const taken = new Set(diagnostics.filter((d) => d.severity === "error" && d.location).map(lineOf));
+    diagnostics.push(...breaking.diagnostics.filter((d) => !taken.has(lineOf(d))));
+  }
   if (!hasErrors(diagnostics)) {
-    const plans = planDags(linked.value, graph.value);
-    const manifest = buildManifest(linked.value, graph.value, plans.value);
     const rendered = renderModules(manifest.value.manifest, manifest.value.text, layout.outDir);
-    diagnostics.push(...plans.diagnostics, ...manifest.diagnostics, ...rendered.diagnostics);
-    result.manifest = manifest.value.manifest;
+    diagnostics.push(...rendered.diagnostics);
     if (!hasErrors(diagnostics)) result.files = rendered.value;
   }
   result.diagnostics = sortDiagnostics(diagnostics);

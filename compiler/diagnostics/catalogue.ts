@@ -18,6 +18,8 @@ function entry<A = Record<string, never>>(code: string, severity: Severity, mess
 const q = (s: string): string => JSON.stringify(s);
 
 export const Diagnostics = {
+  // Retired codes, never reused: CA4002 (dag_id case collision; ids are lower case by schema).
+
   // 0: internal and usage
   InternalError: entry<{ detail: string }>("CA0001", "error", (a) => `internal error: ${a.detail}`),
 
@@ -70,10 +72,10 @@ export const Diagnostics = {
     "error",
     (a) => `the integer ${a.value} is outside the range that JSON tools read exactly (±2^53)`,
   ),
-  ConfigInContracts: entry<{ kind: string }>(
+  MisplacedDocument: entry<{ kind: string; folder: string }>(
     "CA2012",
     "error",
-    (a) => `a document of kind ${q(a.kind)} belongs under orchestration/airflow/sources/, not contracts/`,
+    (a) => `a document of kind ${q(a.kind)} belongs under ${a.folder}`,
   ),
 
   // 3: validate (schema and per-document rules)
@@ -119,6 +121,12 @@ export const Diagnostics = {
     (a) => `the uri holds the unresolved placeholder ${q(a.placeholder)}`,
   ),
   UriMalformed: entry<{ uri: string }>("CA3017", "error", (a) => `the uri ${q(a.uri)} has no scheme; write it as "scheme://location"`),
+  UriWhitespace: entry<{ uri: string }>("CA3043", "error", (a) => `the uri ${q(a.uri)} contains whitespace`),
+  IdDomainMismatch: entry<{ id: string; domain: string }>(
+    "CA3044",
+    "error",
+    (a) => `the contract id ${q(a.id)} does not start with its domain ${q(a.domain)}; write it as "${a.domain}.<name>"`,
+  ),
   NameReserved: entry<{ name: string }>("CA3018", "error", (a) => `the name ${q(a.name)} is reserved by Airflow`),
   NameTooLong: entry<{ name: string; length: number }>(
     "CA3019",
@@ -197,11 +205,6 @@ export const Diagnostics = {
 
   // 4: link
   DuplicateContractId: entry<{ id: string }>("CA4001", "error", (a) => `the contract id ${q(a.id)} is declared twice`),
-  DagIdCaseCollision: entry<{ id: string; other: string }>(
-    "CA4002",
-    "error",
-    (a) => `the dag_id ${q(a.id)} differs from ${q(a.other)} only by case; they collide on case-insensitive databases and file systems`,
-  ),
   DuplicateAssetName: entry<{ name: string }>("CA4003", "error", (a) => `the asset name ${q(a.name)} is declared twice`),
   DuplicateAssetUri: entry<{ uri: string; normalised: string; other: string }>(
     "CA4004",
@@ -273,6 +276,14 @@ export const Diagnostics = {
 
   // 5: graph
   Cycle: entry<{ members: string }>("CA5001", "error", (a) => `dependency cycle: ${a.members}`),
+
+  // 7: diff
+  BreakingChange: entry<{ rule: string; message: string }>("CA7001", "error", (a) => `breaking change ${a.rule}: ${a.message}`),
+  PreviousManifestUnreadable: entry<{ path: string; detail: string }>(
+    "CA7002",
+    "error",
+    (a) => `cannot read the previous manifest ${JSON.stringify(a.path)}: ${a.detail}`,
+  ),
 
   // 9: write
   CheckDrift: entry<{ path: string; change: string }>(

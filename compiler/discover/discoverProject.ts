@@ -1,3 +1,4 @@
+import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import fg from "fast-glob";
@@ -28,6 +29,8 @@ export interface ProjectLayout {
 
 /** Everything the pure stages need from disk. */
 export interface DiscoveredProject {
+  /** Every contract file found, read or not (an unreadable file is still there). */
+  contractPaths: string[];
   contracts: SourceFile[];
   configs: SourceFile[];
   /** The manifest of the last compile in `outDir`, when there is one (the diff's previous state). */
@@ -165,7 +168,7 @@ export function discoverProject(layout: ProjectLayout): StageResult<DiscoveredPr
   if (configPaths.length === 0) {
     diagnostics.push(createDiagnostic(Diagnostics.NoOrchestrationConfig, { folder: layout.configDir }, undefined));
   }
-  const value: DiscoveredProject = { contracts: read(contractPaths), configs: read(configPaths) };
+  const value: DiscoveredProject = { contractPaths, contracts: read(contractPaths), configs: read(configPaths) };
   const manifestPath = toPosix(path.join(layout.outDir, "manifest.json"));
   if (fs.existsSync(path.join(layout.root, manifestPath))) {
     const manifest = readSourceFile(layout.root, manifestPath, []);
@@ -203,4 +206,21 @@ export function readReferencedFiles(root: string, paths: Iterable<string>): Stag
     if (file) files.set(p, file.text.replace(/\r\n?/g, "\n"));
   }
   return { value: files, diagnostics };
+}
+
+/**
+ * The manifest of the output folder as committed at a Git ref (`git show REF:./<outDir>/manifest.json`
+ * run in the project root, so a project in a subfolder of its repository works). Returns the file,
+ * or a one-line reason (not a repository, unknown ref, no manifest at that ref).
+ */
+export function readManifestAtRef(layout: ProjectLayout, ref: string): { file?: SourceFile; problem?: string } {
+  const relative = `${layout.outDir}/manifest.json`;
+  if (ref.startsWith("-")) return { problem: `invalid ref ${JSON.stringify(ref)}` };
+  const result = spawnSync("git", ["show", `${ref}:./${relative}`], { cwd: layout.root, encoding: "buffer", maxBuffer: 256 * 1024 * 1024 });
+  if (result.error) return { problem: `cannot run git: ${result.error.message}` };
+  if (result.status !== 0) return { problem: result.stderr.toString("utf8").trim().split("\n")[0] ?? `git exited ${result.status}` };
+  const diagnostics: Diagnostic[] = [];
+  const text = decode(result.stdout, `${ref}:${relative}`, diagnostics);
+  if (text === undefined) return { problem: "not UTF-8" };
+  return { file: { path: `${ref}:${relative}`, bytes: result.stdout, text } };
 }

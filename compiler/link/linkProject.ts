@@ -107,6 +107,8 @@ export function linkProject(validated: ValidatedProject, context: LinkContext): 
 
   const assets = new Map<string, AssetDeclaration>();
   const byUri = new Map<string, AssetDeclaration>();
+  // Names refused for a clash: already reported, so their consumers are not told "unknown" too.
+  const refused = new Set<string>();
   const declare = (asset: AssetDeclaration): void => {
     const existing = assets.get(asset.name);
     if (existing) {
@@ -120,6 +122,7 @@ export function linkProject(validated: ValidatedProject, context: LinkContext): 
         }
         return;
       }
+      refused.add(asset.name);
       const entry = existing.external !== asset.external ? Diagnostics.ExternalProducedClash : Diagnostics.DuplicateAssetName;
       diagnostics.push(
         createDiagnostic(entry, { name: asset.name }, asset.location, { related: [{ message: "also declared here", location: existing.location }] }),
@@ -129,6 +132,7 @@ export function linkProject(validated: ValidatedProject, context: LinkContext): 
     const normalised = normaliseUri(asset.uri);
     const clash = byUri.get(normalised);
     if (clash) {
+      refused.add(asset.name);
       diagnostics.push(
         createDiagnostic(Diagnostics.DuplicateAssetUri, { uri: asset.uri, normalised, other: clash.name }, asset.uriLocation, {
           related: [{ message: `${JSON.stringify(clash.name)} has the uri ${JSON.stringify(clash.uri)}`, location: clash.uriLocation }],
@@ -144,29 +148,18 @@ export function linkProject(validated: ValidatedProject, context: LinkContext): 
   const contracts = [...validated.contracts].sort((a, b) => compareStrings(a.source.file.path, b.source.file.path));
   const externals = [...validated.externals].sort((a, b) => compareStrings(a.source.file.path, b.source.file.path));
 
-  // Contract ids (dag_ids) are unique, also ignoring case.
+  // Contract ids (dag_ids) are unique. They are lower case by schema, so no two differ by case only.
   const ids = new Map<string, Located<Contract>>();
-  const lowerIds = new Map<string, Located<Contract>>();
   const accepted: Array<Located<Contract>> = [];
   for (const located of contracts) {
     const id = located.document.id;
     const at = located.source.locate(["id"]);
     const same = ids.get(id);
-    const caseOnly = lowerIds.get(id.toLowerCase());
     if (same) {
       diagnostics.push(createDiagnostic(Diagnostics.DuplicateContractId, { id }, at, { related: [{ message: "first declared here", location: same.source.locate(["id"]) }] }));
       continue;
     }
-    if (caseOnly) {
-      diagnostics.push(
-        createDiagnostic(Diagnostics.DagIdCaseCollision, { id, other: caseOnly.document.id }, at, {
-          related: [{ message: "the other dag_id", location: caseOnly.source.locate(["id"]) }],
-        }),
-      );
-      continue;
-    }
     ids.set(id, located);
-    lowerIds.set(id.toLowerCase(), located);
     accepted.push(located);
   }
 
@@ -205,7 +198,7 @@ export function linkProject(validated: ValidatedProject, context: LinkContext): 
       declare({
         name: a.name,
         uri: a.uri,
-        group: a.name.split(".")[0]!,
+        group: doc.domain,
         extra: { ...(a.extra ?? {}), external: true, owner: doc.owner },
         external: true,
         status: "active",
@@ -222,7 +215,8 @@ export function linkProject(validated: ValidatedProject, context: LinkContext): 
     const asset: AssetDeclaration = {
       name: s.name,
       uri: s.uri,
-      group: s.name.split(".")[0]!,
+      // The ingesting contract's domain: the source system has no domain of ours.
+      group: c.domain,
       extra: { external: true, owner: c.owner },
       external: true,
       status: "active",
@@ -296,7 +290,7 @@ export function linkProject(validated: ValidatedProject, context: LinkContext): 
       if (status === "retired") return;
       const target = assets.get(u.asset);
       if (!target) {
-        if (context.unresolvedNames.has(u.asset)) return;
+        if (context.unresolvedNames.has(u.asset) || refused.has(u.asset)) return;
         diagnostics.push(createDiagnostic(Diagnostics.UnknownUpstream, { asset: u.asset }, at, { hint: unknownHint(u.asset, assets, renamedTo, byNormalisedUri, context) }));
         return;
       }

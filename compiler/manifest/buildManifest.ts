@@ -1,7 +1,7 @@
 import type { StageResult } from "../diagnostics/diagnostic.js";
 import type { AssetGraph, Edge } from "../graph/buildGraph.js";
 import type { LinkedProject } from "../link/linkProject.js";
-import type { DagPlan } from "../plan/planDags.js";
+import { qualityNames, type DagPlan } from "../plan/planDags.js";
 import { canonicalJson } from "../support/canonical-json.js";
 import { compareStrings } from "../support/compare.js";
 import { COMPILER_NAME, COMPILER_VERSION } from "../version.js";
@@ -61,7 +61,8 @@ export function buildManifest(project: LinkedProject, graph: AssetGraph, dags: D
       contract: a.declaredIn,
       contract_sha256: producer?.sha256 ?? null,
       schema: dataset ? { version: dataset.schema.version, properties: dataset.schema.properties } : null,
-      quality: dataset?.quality ?? [],
+      // The same assertion names the runtime reports, so the diff keys rules like lineage does.
+      quality: qualityNames(dataset?.quality ?? []).map((name, i) => ({ ...dataset!.quality![i], name, severity: dataset!.quality![i]!.severity ?? "error" })),
       // Sort for determinism.
       renamed_from: [...(dataset?.renamed_from ?? [])].sort(compareStrings),
     });

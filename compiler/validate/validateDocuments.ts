@@ -64,7 +64,8 @@ function checkDocument(parsed: ParsedDocument, allowed: readonly string[], diagn
   if (typeof kind !== "string" || !allowed.includes(kind)) {
     const all = [...CONTRACT_KINDS, ...CONFIG_KINDS] as readonly string[];
     if (typeof kind === "string" && all.includes(kind)) {
-      diagnostics.push(createDiagnostic(Diagnostics.ConfigInContracts, { kind }, parsed.locate(["kind"])));
+      const folder = (CONFIG_KINDS as readonly string[]).includes(kind) ? "orchestration/airflow/sources/" : "contracts/";
+      diagnostics.push(createDiagnostic(Diagnostics.MisplacedDocument, { kind, folder }, parsed.locate(["kind"])));
       return undefined;
     }
     if (kind === undefined) {

@@ -5,8 +5,9 @@ import { CASES, compileRoot, readTree, stageCase, toCrlf, UPDATE, type CaseOutpu
 
 /**
  * Golden cases: each folder of test/cases is a project (`input/`) with what compiling it must give
- * (`expected/`): `exit-code`, `diagnostics.txt` (gcc-style with the source excerpt) and, when it
- * compiles, `generated/` file by file (missing and extra files both fail). UPDATE_GOLDEN=1 rewrites
+ * (`expected/`): `exit-code`, `diagnostics.txt` (gcc-style with the source excerpt), when it
+ * compiles `generated/` file by file (missing and extra files both fail), and for a before/after
+ * case (`previous/`) the diff report `changes.txt` and `changes.json`. UPDATE_GOLDEN=1 rewrites
  * `expected/`; review the change with `git diff`.
  */
 const names = fs
@@ -20,6 +21,9 @@ function expectedOf(caseDir: string): CaseOutput {
     exitCode: Number(fs.readFileSync(path.join(dir, "exit-code"), "utf8").trim()),
     diagnostics: fs.existsSync(path.join(dir, "diagnostics.txt")) ? fs.readFileSync(path.join(dir, "diagnostics.txt"), "utf8") : "",
     generated: readTree(path.join(dir, "generated")),
+    ...(fs.existsSync(path.join(dir, "changes.txt"))
+      ? { changes: { text: fs.readFileSync(path.join(dir, "changes.txt"), "utf8"), json: fs.readFileSync(path.join(dir, "changes.json"), "utf8") } }
+      : {}),
   };
 }
 
@@ -29,6 +33,10 @@ function writeExpected(caseDir: string, out: CaseOutput): void {
   fs.mkdirSync(dir, { recursive: true });
   fs.writeFileSync(path.join(dir, "exit-code"), `${out.exitCode}\n`);
   if (out.diagnostics) fs.writeFileSync(path.join(dir, "diagnostics.txt"), out.diagnostics);
+  if (out.changes) {
+    fs.writeFileSync(path.join(dir, "changes.txt"), out.changes.text);
+    fs.writeFileSync(path.join(dir, "changes.json"), out.changes.json);
+  }
   for (const [rel, text] of out.generated) {
     fs.mkdirSync(path.dirname(path.join(dir, "generated", rel)), { recursive: true });
     fs.writeFileSync(path.join(dir, "generated", rel), text);
@@ -50,6 +58,8 @@ describe("golden cases", () => {
       expect(first.diagnostics).toBe(expected.diagnostics);
       expect([...first.generated.keys()]).toEqual([...expected.generated.keys()]);
       for (const [rel, text] of expected.generated) expect(first.generated.get(rel), rel).toBe(text);
+      expect(first.changes?.text).toBe(expected.changes?.text);
+      expect(first.changes?.json).toBe(expected.changes?.json);
 
       // Deterministic: a second compile of a fresh copy is byte-identical.
       const second = compileRoot(stageCase(caseDir));

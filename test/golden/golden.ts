@@ -4,6 +4,7 @@ import path from "node:path";
 import { formatDiagnostics } from "../../compiler/diagnostics/format.js";
 import { defaultLayout } from "../../compiler/discover/discoverProject.js";
 import { compileProject, type CompileOptions } from "../../compiler/pipeline.js";
+import { formatChangesJson, formatChangesText } from "../../compiler/report/formatChanges.js";
 import { writeOutputs } from "../../compiler/write/writeOutputs.js";
 
 export const REPO = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..", "..");
@@ -25,11 +26,22 @@ export function readTree(root: string): Map<string, string> {
   return new Map([...out].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 }
 
-/** Copies a case's project into a fresh temporary root: the shared base config, then `input/`. */
-export function stageCase(caseDir: string, part = "input"): string {
+/**
+ * Copies a case's project into a fresh temporary root: the shared base config, then `input/`. A
+ * case with `previous/` is a before/after pair: `previous/` is laid first and compiled (it must
+ * compile cleanly), then its contracts and SQL are replaced by `input/`'s, so the next compile
+ * diffs against the previous manifest in `generated/`.
+ */
+export function stageCase(caseDir: string): string {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), "ca-case-"));
   fs.cpSync(path.join(CASES, "_base"), root, { recursive: true });
-  fs.cpSync(path.join(caseDir, part), root, { recursive: true, verbatimSymlinks: true });
+  if (fs.existsSync(path.join(caseDir, "previous"))) {
+    fs.cpSync(path.join(caseDir, "previous"), root, { recursive: true, verbatimSymlinks: true });
+    const before = compileRoot(root);
+    if (before.exitCode !== 0) throw new Error(`${caseDir}/previous does not compile:\n${before.diagnostics}`);
+    for (const part of ["contracts", "sql"]) fs.rmSync(path.join(root, part), { recursive: true, force: true });
+  }
+  fs.cpSync(path.join(caseDir, "input"), root, { recursive: true, verbatimSymlinks: true });
   return root;
 }
 
@@ -37,6 +49,8 @@ export interface CaseOutput {
   exitCode: number;
   diagnostics: string;
   generated: Map<string, string>;
+  /** The diff report against the previous manifest, text and JSON (before/after cases only). */
+  changes?: { text: string; json: string };
 }
 
 /** Compiles a staged root like `contract-assets compile` does, and collects what it wrote. */
@@ -46,11 +60,13 @@ export function compileRoot(root: string, options: CompileOptions = {}): CaseOut
   let diagnostics = result.diagnostics;
   if (result.files) diagnostics = [...diagnostics, ...writeOutputs(layout, result.files, { check: false }).diagnostics];
   const exitCode = diagnostics.some((d) => d.severity === "error") ? 1 : 0;
-  return {
+  const out: CaseOutput = {
     exitCode,
     diagnostics: formatDiagnostics(diagnostics, "text", (f) => result.sources.get(f)),
     generated: readTree(path.join(root, "generated")),
   };
+  if (result.diff) out.changes = { text: formatChangesText(result.diff), json: formatChangesJson(result.diff) };
+  return out;
 }
 
 /** Rewrites every contract and config file of a root with CRLF line ends. */

@@ -27,7 +27,7 @@ export function checkUri(uri: string, path: NodePath, context: RuleContext): voi
   const placeholder = /\{\{.*?\}\}|\$\{[^}]*\}|\{\{|\$\{/.exec(uri);
   if (placeholder) return report(createDiagnostic(Diagnostics.UriPlaceholder, { placeholder: placeholder[0] }, at));
   if (/\s/.test(uri)) {
-    return report(createDiagnostic(Diagnostics.UriMalformed, { uri }, at, { hint: "a uri has no spaces; percent-encode them as %20" }));
+    return report(createDiagnostic(Diagnostics.UriWhitespace, { uri }, at, { hint: "percent-encode spaces as %20" }));
   }
   const scheme = uriScheme(uri);
   if (scheme === undefined) return report(createDiagnostic(Diagnostics.UriMalformed, { uri }, at));

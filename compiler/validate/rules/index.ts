@@ -1,4 +1,5 @@
 import { DagTagRule } from "./DagTagRule.js";
+import { IdDomainRule } from "./IdDomainRule.js";
 import { PiiLegalBasisRule } from "./PiiLegalBasisRule.js";
 import { ProjectPathRule } from "./ProjectPathRule.js";
 import { QualityRuleShapeRule } from "./QualityRuleShapeRule.js";
@@ -24,4 +25,5 @@ export const DOCUMENT_RULES: readonly DocumentRule[] = [
   ReservedExtraKeyRule,
   TriggerShapeRule,
   DagTagRule,
+  IdDomainRule,
 ];

@@ -24,7 +24,7 @@ BILLING__CREDIT_NOTES_RAW = Asset(
 BILLING_PLATFORM__CREDIT_NOTES_EXPORT = Asset(
     name="billing_platform.credit_notes_export",
     uri="s3://acme-billing-exports/credit-notes",
-    group="billing_platform",
+    group="billing",
     extra={"external": True, "owner": "team-billing-data"},
 )
 

@@ -24,7 +24,7 @@ BILLING__INVOICE_LINES_RAW = Asset(
 BILLING_PLATFORM__INVOICE_LINES_EXPORT = Asset(
     name="billing_platform.invoice_lines_export",
     uri="s3://acme-billing-exports/invoice-lines",
-    group="billing_platform",
+    group="billing",
     extra={"external": True, "owner": "team-billing-data"},
 )
 

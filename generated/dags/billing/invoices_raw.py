@@ -24,7 +24,7 @@ BILLING__INVOICES_RAW = Asset(
 BILLING_PLATFORM__INVOICES_EXPORT = Asset(
     name="billing_platform.invoices_export",
     uri="s3://acme-billing-exports/invoices",
-    group="billing_platform",
+    group="billing",
     extra={"external": True, "owner": "team-billing-data"},
 )
 

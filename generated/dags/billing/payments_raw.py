@@ -24,7 +24,7 @@ BILLING__PAYMENTS_RAW = Asset(
 BILLING_PLATFORM__PAYMENTS_EXPORT = Asset(
     name="billing_platform.payments_export",
     uri="s3://acme-billing-exports/payments",
-    group="billing_platform",
+    group="billing",
     extra={"external": True, "owner": "team-billing-data"},
 )
 

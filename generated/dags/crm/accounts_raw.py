@@ -24,7 +24,7 @@ CRM__ACCOUNTS_RAW = Asset(
 CRM_PLATFORM__ACCOUNTS_EXPORT = Asset(
     name="crm_platform.accounts_export",
     uri="s3://acme-crm-exports/accounts",
-    group="crm_platform",
+    group="crm",
     extra={"external": True, "owner": "team-crm-data"},
 )
 

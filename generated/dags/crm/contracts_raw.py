@@ -24,7 +24,7 @@ CRM__CONTRACTS_RAW = Asset(
 CRM_PLATFORM__CONTRACTS_EXPORT = Asset(
     name="crm_platform.contracts_export",
     uri="s3://acme-crm-exports/contracts",
-    group="crm_platform",
+    group="crm",
     extra={"external": True, "owner": "team-crm-data"},
 )
 

@@ -1,0 +1,119 @@
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { CHANGE_RULES } from "../../compiler/diff/changeRules.js";
+import { diffManifests } from "../../compiler/diff/diffManifests.js";
+import type { Manifest } from "../../compiler/manifest/buildManifest.js";
+import { cli, copyBundledProject, REPO } from "./helpers.js";
+
+const CASES = path.join(REPO, "test", "cases");
+
+function caseReports(): string[] {
+  return fs
+    .readdirSync(CASES)
+    .map((n) => path.join(CASES, n, "expected", "changes.json"))
+    .filter((p) => fs.existsSync(p))
+    .map((p) => fs.readFileSync(p, "utf8"));
+}
+
+describe("diff", () => {
+  it("has rules as data: unique SCREAMING_SNAKE ids, a one-sentence purpose, a severity", () => {
+    const ids = CHANGE_RULES.map((r) => r.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const r of CHANGE_RULES) {
+      expect(r.id).toMatch(/^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$/);
+      expect(r.purpose).toMatch(/^[A-Z].*\.$/);
+      expect(["breaking", "dangerous", "safe"]).toContain(r.severity);
+    }
+  });
+
+  it("has a golden case for every change rule", () => {
+    const reports = caseReports().join("\n");
+    const missing = CHANGE_RULES.map((r) => r.id).filter((id) => !reports.includes(`"rule": "${id}"`));
+    expect(missing).toEqual([]);
+  });
+
+  it("gives the same report whatever the order of assets and DAGs in either manifest", () => {
+    const previous = JSON.parse(fs.readFileSync(path.join(REPO, "generated", "manifest.json"), "utf8")) as Manifest;
+    const current: Manifest = JSON.parse(JSON.stringify(previous)) as Manifest;
+    // A few real changes to report.
+    current.assets = current.assets.filter((a) => a.name !== "revrec.close_summary");
+    current.assets[0]!.uri = "s3://moved/elsewhere";
+    current.assets[1]!.extra = { ...current.assets[1]!.extra, owner: "someone-else" };
+    const expected = diffManifests(previous, current);
+    expect(expected.changes.length).toBeGreaterThan(2);
+    fc.assert(
+      fc.property(fc.integer(), (seed) => {
+        const shuffle = <T>(xs: T[]): T[] => {
+          const out = [...xs];
+          let s = seed;
+          for (let i = out.length - 1; i > 0; i--) {
+            s = (s * 1103515245 + 12345) & 0x7fffffff;
+            const j = s % (i + 1);
+            [out[i], out[j]] = [out[j]!, out[i]!];
+          }
+          return out;
+        };
+        const p = { ...previous, assets: shuffle(previous.assets), dags: shuffle(previous.dags), edges: shuffle(previous.edges) };
+        const c = { ...current, assets: shuffle(current.assets), dags: shuffle(current.dags), edges: shuffle(current.edges) };
+        expect(diffManifests(p, c)).toEqual(expected);
+      }),
+      { numRuns: 25, seed: 1 },
+    );
+  });
+
+  it("diff --against reads the manifest at a Git ref of a real repository", () => {
+    const root = copyBundledProject();
+    const git = (...args: string[]): string =>
+      execFileSync("git", ["-c", "user.name=test", "-c", "user.email=test@example.invalid", "-c", "commit.gpgsign=false", ...args], { cwd: root, encoding: "utf8" });
+    git("init", "-q", "-b", "main");
+    expect(cli(["compile", "--root", root]).status).toBe(0);
+    git("add", "-A");
+    git("commit", "-qm", "baseline");
+    // The working tree drops a contract that a consumer still reads.
+    fs.rmSync(path.join(root, "contracts", "finance", "contracts_curated.yaml"));
+    const text = cli(["diff", "--against", "HEAD", "--root", root]);
+    expect(text.status).toBe(1);
+    expect(text.stdout).toMatch(/breaking +CONSUMER_UPSTREAM_REMOVED +"finance\.contracts_curated" is removed but "finance\.billings_by_contract", "revrec\.monthly" still read it/);
+    const json = JSON.parse(cli(["diff", "--against", "HEAD", "--format", "json", "--root", root]).stdout) as { diff: { summary: Record<string, number> } };
+    expect(json.diff.summary.breaking).toBe(1);
+    const github = cli(["diff", "--against", "HEAD", "--format", "github", "--root", root]).stdout;
+    expect(github).toMatch(/^::error title=CONSUMER_UPSTREAM_REMOVED::/m);
+    // Nothing was written, and the committed manifest still equals the working one.
+    expect(git("status", "--porcelain")).toBe(" D contracts/finance/contracts_curated.yaml\n");
+    const unknown = cli(["diff", "--against", "no-such-ref", "--root", root]);
+    expect(unknown.status).toBe(1);
+    expect(unknown.stderr).toMatch(/error CA7002: cannot read the previous manifest "no-such-ref:generated\/manifest\.json"/);
+  });
+
+  it("does not call the assets of a contract that fails validation removed", () => {
+    const root = copyBundledProject();
+    expect(cli(["compile", "--root", root]).status).toBe(0);
+    const file = path.join(root, "contracts", "finance", "billings_by_contract.yaml");
+    fs.writeFileSync(file, fs.readFileSync(file, "utf8").replace(/^owner: .*$/m, "owner: [unclosed"));
+    const r = cli(["compile", "--diff", "--root", root]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/billings_by_contract\.yaml:\d+:\d+: error CA2001/);
+    expect(r.stderr).not.toContain("CA7001");
+    expect(r.stdout).not.toContain("billings_by_contract\" is removed");
+  });
+
+  it("compile fails with a located error on a breaking change and writes nothing", () => {
+    const root = copyBundledProject();
+    expect(cli(["compile", "--root", root]).status).toBe(0);
+    const before = fs.readFileSync(path.join(root, "generated", "manifest.json"), "utf8");
+    const file = path.join(root, "contracts", "finance", "billings_by_contract.yaml");
+    // Drop the property and the producer's own rule on it: only the consumer's rule still names it.
+    const edited = fs
+      .readFileSync(file, "utf8")
+      .replace(/\n\s+- \{name: contract_id, logicalType: string[^\n]*/, "")
+      .replace(/\n\s+- \{metric: nullValues, column: contract_id[^\n]*/, "");
+    fs.writeFileSync(file, edited);
+    const r = cli(["compile", "--root", root]);
+    expect(r.stderr).toMatch(/contracts\/revrec\/monthly\.yaml:\d+:\d+: error CA7001: breaking change CONSUMER_RULE_NAMES_REMOVED_PROPERTY/);
+    expect(r.status).toBe(1);
+    expect(fs.readFileSync(path.join(root, "generated", "manifest.json"), "utf8")).toBe(before);
+  });
+});
