@@ -1,3 +1,4 @@
+import { githubEscape } from "../support/github.js";
 import { maskSecrets } from "../support/secrets.js";
 import type { Diagnostic, SourceLocation } from "./diagnostic.js";
 
@@ -64,13 +65,6 @@ export function formatJson(diagnostics: readonly Diagnostic[]): string {
     warnings: diagnostics.filter((d) => d.severity === "warning").length,
   };
   return maskSecrets(JSON.stringify(body, null, 2)) + "\n";
-}
-
-function githubEscape(value: string, property: boolean): string {
-  // GitHub workflow command escaping: %, CR and LF always; also : and , inside properties.
-  let out = value.replace(/%/g, "%25").replace(/\r/g, "%0D").replace(/\n/g, "%0A");
-  if (property) out = out.replace(/:/g, "%3A").replace(/,/g, "%2C");
-  return out;
 }
 
 /** GitHub Actions workflow commands (`::error file=…,line=…,col=…::message`), one per line. */

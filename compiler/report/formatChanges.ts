@@ -1,6 +1,7 @@
 import type { Change } from "../diff/changeRules.js";
 import type { ManifestDiff } from "../diff/diffManifests.js";
 import type { LinkedProject } from "../link/linkProject.js";
+import { githubEscape } from "../support/github.js";
 import { maskSecrets } from "../support/secrets.js";
 
 /** Output formats of a diff report. */
@@ -41,13 +42,8 @@ export function formatChangesJson(diff: ManifestDiff): string {
   return maskSecrets(JSON.stringify({ changes, summary: diff.summary }, null, 2)) + "\n";
 }
 
-function escapeData(value: string): string {
-  return value.replace(/%/g, "%25").replace(/\r/g, "%0D").replace(/\n/g, "%0A");
-}
-
-function escapeProperty(value: string): string {
-  return escapeData(value).replace(/:/g, "%3A").replace(/,/g, "%2C");
-}
+const escapeData = (value: string): string => githubEscape(value, false);
+const escapeProperty = (value: string): string => githubEscape(value, true);
 
 /**
  * GitHub workflow annotations: breaking as `::error`, dangerous as `::warning`, safe as `::notice`,
