@@ -51,8 +51,8 @@ function emptyManifest(): import("./manifest/buildManifest.js").Manifest {
  * an empty one (a first compile). A manifest that exists but cannot be read is CA7002.
  */
 async function previousState(layout: import("./discover/discoverProject.js").ProjectLayout, against: string | undefined) {
-  const { readManifestAtRef, readSourceFile } = await import("./discover/discoverProject.js");
-  const { parseManifest } = await import("./pipeline.js");
+  const { MAX_MANIFEST_BYTES, readManifestAtRef, readSourceFile } = await import("./discover/discoverProject.js");
+  const { parseManifest } = await import("./manifest/parseManifest.js");
   const { createDiagnostic, Diagnostics } = await import("./diagnostics/catalogue.js");
   const fs = await import("node:fs");
   const relative = `${layout.outDir}/manifest.json`;
@@ -64,7 +64,7 @@ async function previousState(layout: import("./discover/discoverProject.js").Pro
     if (!read.file) return { diagnostic: createDiagnostic(Diagnostics.PreviousManifestUnreadable, { path: shown, detail: read.problem ?? "unknown" }, undefined) };
     text = read.file.text;
   } else if (fs.existsSync(path.join(layout.root, relative))) {
-    text = readSourceFile(layout.root, relative, [])?.text;
+    text = readSourceFile(layout.root, relative, [], MAX_MANIFEST_BYTES)?.text;
   }
   if (text === undefined) return { manifest: emptyManifest() };
   const parsed = parseManifest(text);
@@ -208,6 +208,20 @@ export function buildProgram(): Command {
           process.stdout.write(text);
           return EXIT_OK;
         });
+      }),
+    );
+  program
+    .command("stale")
+    .description("list assets a running Airflow still holds as active that the manifest no longer declares")
+    .requiredOption("--airflow-url <url>", "the Airflow API server, like http://localhost:8080")
+    .addOption(new Option("--format <format>", "report format").choices(["text", "json"]).default("text"))
+    .option("--token <token>", "bearer token (default: $AIRFLOW_TOKEN, else $AIRFLOW_USERNAME and $AIRFLOW_PASSWORD)")
+    .addOption(root)
+    .addOption(debug)
+    .action((opts: CommonOptions & { airflowUrl: string; format: "text" | "json"; token?: string }) =>
+      guarded(opts, async () => {
+        const { runStaleCommand } = await import("./report/staleCommand.js");
+        return runStaleCommand({ root: rootOf(opts), airflowUrl: opts.airflowUrl, format: opts.format, ...(opts.token ? { token: opts.token } : {}) });
       }),
     );
   return program;

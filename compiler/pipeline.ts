@@ -4,7 +4,8 @@ import { discoverProject, readReferencedFiles, type ProjectLayout, type SourceFi
 import { breakingDiagnostics, diffManifests, type ManifestDiff } from "./diff/diffManifests.js";
 import { buildGraph, type AssetGraph } from "./graph/buildGraph.js";
 import { linkProject, type LinkedProject } from "./link/linkProject.js";
-import { buildManifest, MANIFEST_VERSION, type Manifest } from "./manifest/buildManifest.js";
+import { buildManifest, type Manifest } from "./manifest/buildManifest.js";
+import { parseManifest } from "./manifest/parseManifest.js";
 import { parseContracts } from "./parse/parseContracts.js";
 import { planDags } from "./plan/planDags.js";
 import { renderModules, type FileMap } from "./render/renderModules.js";
@@ -25,26 +26,6 @@ export interface CompileResult {
   previousManifest?: Manifest;
   /** The changes against the previous manifest (or the one given in the options). */
   diff?: ManifestDiff;
-}
-
-/**
- * Reads a manifest written by this compiler. Returns the manifest, or a reason when the text is not
- * JSON, not a manifest, or of a `manifestVersion` this compiler does not know.
- */
-export function parseManifest(text: string): { manifest?: Manifest; problem?: string } {
-  let value: Partial<Manifest>;
-  try {
-    value = JSON.parse(text) as Partial<Manifest>;
-  } catch (error) {
-    return { problem: `not JSON (${(error as Error).message})` };
-  }
-  if (value === null || typeof value !== "object" || !Array.isArray(value.assets) || !Array.isArray(value.dags) || !Array.isArray(value.edges)) {
-    return { problem: "not a contract-assets manifest" };
-  }
-  if (value.manifestVersion !== MANIFEST_VERSION) {
-    return { problem: `manifestVersion ${JSON.stringify(value.manifestVersion)} is not ${MANIFEST_VERSION}; compile it again with this compiler` };
-  }
-  return { manifest: value as Manifest };
 }
 
 /** Reads a previous manifest; undefined when absent, unreadable or of an unknown version. */

@@ -7,8 +7,10 @@
 # - uv, pinned by requirements.lock, is pip-installed into the venv.
 # - `uv pip sync requirements.lock` makes the venv match the lock exactly.
 # - ./orchestration (contract-runtime) is installed editable with --no-deps.
-# - .venv/.lock-sha256 records the hash of requirements.lock and
-#   orchestration/pyproject.toml; when it matches, nothing is done.
+# - scripts/fix-airflow.py repairs a defect of the published apache-airflow-core 3.2.x that
+#   stops every task from running (see that file).
+# - .venv/.lock-sha256 records the hash of requirements.lock,
+#   orchestration/pyproject.toml and scripts/fix-airflow.py; when it matches, nothing is done.
 #
 # Idempotent, non-interactive, safe to run as root.
 set -euo pipefail
@@ -19,6 +21,7 @@ cd "$ROOT"
 VENV=".venv"
 LOCK="requirements.lock"
 PYPROJECT="orchestration/pyproject.toml"
+FIX_AIRFLOW="scripts/fix-airflow.py"
 STAMP="$VENV/.lock-sha256"
 WANT_PY="3.11"
 
@@ -37,7 +40,7 @@ if [ -z "${SSL_CERT_FILE:-}" ] && [ -z "${UV_SYSTEM_CERTS:-}" ] && [ -z "${UV_NA
   export UV_SYSTEM_CERTS=1
 fi
 
-want_sha="$(cat "$LOCK" "$PYPROJECT" | sha256sum | cut -d' ' -f1)"
+want_sha="$(cat "$LOCK" "$PYPROJECT" "$FIX_AIRFLOW" | sha256sum | cut -d' ' -f1)"
 
 # Fast path: stamp matches and the venv's interpreter and package still work.
 up_to_date() {
@@ -115,6 +118,9 @@ log "installing ./orchestration (contract-runtime) editable"
 
 "$VENV/bin/python" -c 'import contract_runtime' \
   || die "contract_runtime does not import after install"
+
+# 5. Repair the published Airflow 3.2.x execution API (idempotent; verifies the result).
+"$VENV/bin/python" "$FIX_AIRFLOW" || die "$FIX_AIRFLOW could not repair the installed Airflow"
 
 printf '%s\n' "$want_sha" > "$STAMP.tmp"
 mv "$STAMP.tmp" "$STAMP"

@@ -28,7 +28,7 @@ export const Diagnostics = {
   FileTooLarge: entry<{ size: number; limit: number }>(
     "CA1002",
     "error",
-    (a) => `the file has ${a.size} bytes, over the limit of ${a.limit} bytes for a contract`,
+    (a) => `the file has ${a.size} bytes, over the limit of ${a.limit} bytes`,
   ),
   NoContracts: entry<{ pattern: string }>("CA1003", "error", (a) => `no contract files match ${q(a.pattern)}`),
   SymlinkLoop: entry<{ path: string }>("CA1004", "error", (a) => `symbolic link loop or link leaving the project at ${q(a.path)}`),

@@ -9,6 +9,8 @@ import { relativePosix, staysInside, toPosix } from "../support/paths.js";
 
 /** Largest contract or config file read, in bytes; a larger one is CA1002 (guards memory and time). */
 export const MAX_FILE_BYTES = 1024 * 1024;
+/** Largest manifest read, in bytes: about 1 KiB per asset and 10 KiB per DAG leaves ample room. */
+export const MAX_MANIFEST_BYTES = 512 * 1024 * 1024;
 
 /** A file read from the project: its project-relative POSIX path, raw bytes and decoded text. */
 export interface SourceFile {
@@ -81,14 +83,12 @@ export function firstBadUtf8Offset(bytes: Uint8Array): number {
  * Reads one project file, enforcing the size limit and UTF-8. Returns undefined (with a diagnostic)
  * when the file cannot be used.
  */
-export function readSourceFile(root: string, relative: string, diagnostics: Diagnostic[]): SourceFile | undefined {
+export function readSourceFile(root: string, relative: string, diagnostics: Diagnostic[], limit = MAX_FILE_BYTES): SourceFile | undefined {
   const absolute = path.join(root, relative);
   try {
     const stat = fs.statSync(absolute);
-    if (stat.size > MAX_FILE_BYTES) {
-      diagnostics.push(
-        createDiagnostic(Diagnostics.FileTooLarge, { size: stat.size, limit: MAX_FILE_BYTES }, { file: relative, line: 1, column: 1 }),
-      );
+    if (stat.size > limit) {
+      diagnostics.push(createDiagnostic(Diagnostics.FileTooLarge, { size: stat.size, limit }, { file: relative, line: 1, column: 1 }));
       return undefined;
     }
     const bytes = fs.readFileSync(absolute);
@@ -171,7 +171,7 @@ export function discoverProject(layout: ProjectLayout): StageResult<DiscoveredPr
   const value: DiscoveredProject = { contractPaths, contracts: read(contractPaths), configs: read(configPaths) };
   const manifestPath = toPosix(path.join(layout.outDir, "manifest.json"));
   if (fs.existsSync(path.join(layout.root, manifestPath))) {
-    const manifest = readSourceFile(layout.root, manifestPath, []);
+    const manifest = readSourceFile(layout.root, manifestPath, [], MAX_MANIFEST_BYTES);
     if (manifest) value.previousManifest = manifest;
   }
   return { value, diagnostics };

@@ -39,6 +39,8 @@ const LAYERS: Record<string, number> = {
   diff: 17,
   render: 18,
   write: 19,
+  // The Airflow REST client: reads the network, like discover reads the disk; only report uses it.
+  airflow: 20,
   report: 30,
   "pipeline.ts": 40,
   "cli.ts": 50,
