@@ -17,8 +17,11 @@ def test_airflow_is_3_2_and_uses_temp_home(airflow_home: str) -> None:
 
 
 def test_produce_operator_fails_loudly() -> None:
-    """ProduceOperator.execute raises NotImplementedError instead of passing silently."""
+    """ProduceOperator fails at once (no retry) when its manifest cannot be read."""
+    import datetime
+
     from airflow.sdk import BaseOperator
+    from airflow.sdk.exceptions import AirflowFailException
     from contract_runtime.operators import ProduceOperator
 
     op = ProduceOperator(
@@ -29,5 +32,10 @@ def test_produce_operator_fails_loudly() -> None:
     assert isinstance(op, BaseOperator)
     assert op.contract_id == "orders"
     assert op.manifest_path == "manifests/orders.json"
-    with pytest.raises(NotImplementedError, match="not implemented yet"):
-        op.execute({})
+
+    class TI:
+        dag_id, run_id, task_id, try_number, max_tries, map_index = "orders", "manual__x", "produce", 1, 0, -1
+
+    now = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+    with pytest.raises(AirflowFailException, match="manifests/orders.json"):
+        op.execute({"ti": TI(), "logical_date": now})

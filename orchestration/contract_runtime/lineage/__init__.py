@@ -1,0 +1,112 @@
+"""The OpenLineage emit hook of contract-assets (DESIGN §6).
+
+The runtime's tasks call four functions; each builds one RunEvent from the compiled manifest and
+the run, and sends it through the openlineage-python client (transport from the client's own
+configuration). None of them ever raises or blocks a task for longer than the emit timeout:
+
+* :func:`emit_start` — ``produce`` starts (first try): START.
+* :func:`emit_assertions` — ``audit`` evaluated a dataset's rules: OTHER, with
+  ``dataQualityAssertions`` in the tested dataset's ``inputFacets``; before the terminal event.
+* :func:`emit_complete` — ``publish`` succeeded: COMPLETE, with the published outputs.
+* :func:`emit_fail` — the final failure (not a retry) of any task: FAIL, with ``errorMessage``.
+
+All events of one DAG run share one runId, equal to the Airflow OpenLineage provider's DAG-run id
+(:func:`dag_run_id`). The job is ``<lineage namespace>.<domain>`` / ``<contract id>``.
+
+Import cost: this package imports the openlineage client (about 0.5 s cold), so the operators
+import it inside ``execute``, never at DAG-parse time. The first event of a process may also import
+the Airflow OpenLineage provider (for the runId); that happens inside the bounded emit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from contract_runtime.lineage.events import (
+    assertions_event,
+    complete_event,
+    fail_event,
+    start_event,
+)
+from contract_runtime.lineage.identity import (
+    duckdb_warehouse_namespace,
+    sql_warehouse_namespace,
+)
+from contract_runtime.lineage.runid import RunIdentityLike, dag_run_id
+from contract_runtime.lineage.transport import lineage_disabled, log, one_line, send
+
+__all__ = [
+    "dag_run_id",
+    "duckdb_warehouse_namespace",
+    "emit_assertions",
+    "emit_complete",
+    "emit_fail",
+    "emit_start",
+    "sql_warehouse_namespace",
+]
+
+
+def _emit(kind: str, dag: Mapping[str, Any], build: Callable[[], Any]) -> None:
+    """Build and send one event (bounded, never raising) unless lineage is switched off."""
+    if lineage_disabled():
+        return
+    try:
+        dag_id = str(dag.get("dag_id", "?"))
+    except Exception:  # noqa: BLE001 - not a mapping: the build will fail and say so
+        dag_id = "?"
+    try:
+        send(kind, dag_id, build)
+    except Exception as error:  # noqa: BLE001 - e.g. no thread can start: never the task's problem
+        log.warning(
+            "lineage: %s event of %s not sent: %s", kind, dag_id, one_line(error)
+        )
+
+
+def emit_start(manifest: dict, dag: dict, run: RunIdentityLike) -> None:
+    """Send START for the DAG run: called when ``produce`` starts its first try.
+
+    :param manifest: The compiled manifest (``generated/manifest.json``).
+    :param dag: Its ``dags[]`` entry for this contract.
+    :param run: The run identity (``contract_runtime.run.RunIdentity``).
+    """
+    _emit("START", dag, lambda: start_event(manifest, dag, run))
+
+
+def emit_assertions(
+    manifest: dict, dag: dict, run: RunIdentityLike, dataset: dict, results: list[dict]
+) -> None:
+    """Send OTHER with the assertion results of one dataset, before the terminal event.
+
+    :param dataset: The tested dataset (an entry of ``dag["runtime"]["datasets"]``); merge
+        ``table`` / ``warehouse_namespace`` / ``warehouse_database`` into it to identify it like
+        the COMPLETE event's output.
+    :param results: ``[{name, metric, column, severity, operator, expected, actual, success,
+        type}]``, one per rule.
+    """
+    _emit("OTHER", dag, lambda: assertions_event(manifest, dag, run, dataset, results))
+
+
+def emit_complete(
+    manifest: dict, dag: dict, run: RunIdentityLike, outputs: list[dict]
+) -> None:
+    """Send COMPLETE from ``publish``.
+
+    :param outputs: ``[{dataset, asset, table, row_count, columns: [{name, type}],
+        quality_status, quarantined}]``, optionally with ``warehouse_namespace`` (default the
+        lineage namespace; see :func:`sql_warehouse_namespace`, :func:`duckdb_warehouse_namespace`)
+        and ``warehouse_database`` (prefixed to ``table`` in the dataset name).
+    """
+    _emit("COMPLETE", dag, lambda: complete_event(manifest, dag, run, outputs))
+
+
+def emit_fail(
+    manifest: dict, dag: dict, run: RunIdentityLike, error: BaseException, task_id: str
+) -> None:
+    """Send FAIL on the final failure of a task (the caller does not call it for a retry).
+
+    :param error: The exception that failed the task; its message (one line) and traceback go
+        into ``errorMessage`` with credentials masked.
+    :param task_id: The task that failed.
+    """
+    _emit("FAIL", dag, lambda: fail_event(manifest, dag, run, error, task_id))

@@ -1,0 +1,322 @@
+"""Build the RunEvents of one contract DAG run (pure: no I/O, no emission).
+
+A DAG run is one OpenLineage run of the job ``<lineage namespace>.<domain>`` / ``<contract id>``:
+
+=========  =====================  ==================================================================
+event      sent by                datasets
+=========  =====================  ==================================================================
+START      ``produce``, 1st try   none
+OTHER      ``audit``              the tested dataset as input, ``dataQualityAssertions`` in its
+                                  ``inputFacets``
+COMPLETE   ``publish``            inputs: the DAG's inlets; outputs: each published dataset with
+                                  ``schema``, ``outputStatistics``, ``symlinks``
+FAIL       final failure of any   none: nothing was published (the OTHER event already named the
+           task                   failing rules)
+=========  =====================  ==================================================================
+
+Every event carries the same job facets (``jobType``, ``ownership``, ``documentation``,
+``contractAssets_processing``) and run facets (``contractAssets_provenance``, ``parent``); FAIL
+adds ``errorMessage``. Event times are ``now`` in UTC, ISO 8601 with offset.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from openlineage.client.event_v2 import (
+    InputDataset,
+    Job,
+    OutputDataset,
+    Run,
+    RunEvent,
+    RunState,
+)
+from openlineage.client.facet_v2 import JobFacet, RunFacet
+
+from contract_runtime.lineage import facets as F
+from contract_runtime.lineage.identity import (
+    asset_symlink,
+    dataset_identity,
+    upstream_identity,
+)
+from contract_runtime.lineage.runid import (
+    RunIdentityLike,
+    dag_run_id,
+    provider_namespace,
+)
+
+__all__ = [
+    "assertions_event",
+    "complete_event",
+    "fail_event",
+    "job_name",
+    "job_namespace",
+    "resolve_git_commit",
+    "start_event",
+]
+
+#: Keys of an output dict (or of a dataset dict merged by the caller) that describe the warehouse.
+WAREHOUSE_KEYS: tuple[str, ...] = ("warehouse_namespace", "warehouse_database")
+
+
+def job_namespace(manifest: Mapping[str, Any], dag: Mapping[str, Any]) -> str:
+    """``<lineage namespace>.<domain>``: the OpenLineage job namespace of a contract."""
+    return f"{manifest['lineage']['namespace']}.{dag['runtime']['domain']}"
+
+
+def job_name(dag: Mapping[str, Any]) -> str:
+    """The contract id (equal to the dag_id): the OpenLineage job name."""
+    return str(dag["dag_id"])
+
+
+def resolve_git_commit(run: object) -> tuple[str, str] | None:
+    """The deployed commit and where it came from, or None when unknown.
+
+    Order: ``run.bundle_version`` if the run identity carries one; else the running task's DAG
+    bundle version (Airflow 3 ``ti.bundle_instance.version``; a Git bundle's version is the commit
+    id); else env ``CONTRACT_ASSETS_GIT_COMMIT``, then ``GIT_COMMIT``. Only values that look like
+    a commit id (7 to 64 lower-case hex digits) count.
+
+    :param run: The run identity.
+    :returns: ``(commit, "dag_bundle" | "env")`` or None.
+    """
+    bundle_version = getattr(run, "bundle_version", None) or _current_bundle_version()
+    if F.is_commit(bundle_version):
+        return str(bundle_version), "dag_bundle"
+    for variable in ("CONTRACT_ASSETS_GIT_COMMIT", "GIT_COMMIT"):
+        value = os.environ.get(variable, "").strip().lower()
+        if F.is_commit(value):
+            return value, "env"
+    return None
+
+
+def _current_bundle_version() -> str | None:
+    """The DAG bundle version of the task running in this process, if Airflow exposes one."""
+    if "airflow.sdk" not in sys.modules:
+        return None
+    try:
+        from airflow.sdk import get_current_context
+
+        bundle = get_current_context()["ti"].bundle_instance  # type: ignore[attr-defined]
+        version = getattr(bundle, "version", None)
+    except Exception:  # noqa: BLE001 - not inside a task, or a runner without bundles
+        return None
+    return str(version) if version else None
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+def _job(manifest: Mapping[str, Any], dag: Mapping[str, Any]) -> Job:
+    job_facets: dict[str, JobFacet] = {"jobType": F.job_type_facet()}
+    for key, facet in (
+        ("ownership", F.ownership_facet(dag)),
+        ("documentation", F.documentation_facet(dag)),
+        ("contractAssets_processing", F.processing_facet(dag)),
+    ):
+        if facet is not None:
+            job_facets[key] = facet
+    return Job(
+        namespace=job_namespace(manifest, dag), name=job_name(dag), facets=job_facets
+    )
+
+
+def _run(
+    manifest: Mapping[str, Any],
+    dag: Mapping[str, Any],
+    run: RunIdentityLike,
+    extra: Mapping[str, RunFacet] | None = None,
+) -> Run:
+    run_id = dag_run_id(run)
+    run_facets: dict[str, RunFacet] = {
+        "contractAssets_provenance": F.provenance_facet(
+            manifest, dag, resolve_git_commit(run)
+        ),
+        "parent": F.parent_facet(provider_namespace(), str(dag["dag_id"]), run_id),
+    }
+    run_facets.update(extra or {})
+    return Run(runId=run_id, facets=run_facets)
+
+
+def _event(
+    event_type: RunState,
+    manifest: Mapping[str, Any],
+    dag: Mapping[str, Any],
+    run: RunIdentityLike,
+    *,
+    run_facets: Mapping[str, RunFacet] | None = None,
+    inputs: Sequence[InputDataset] = (),
+    outputs: Sequence[OutputDataset] = (),
+    event_time: str | None = None,
+) -> RunEvent:
+    return RunEvent(
+        eventType=event_type,
+        eventTime=event_time or _now(),
+        run=_run(manifest, dag, run, run_facets),
+        job=_job(manifest, dag),
+        inputs=list(inputs),
+        outputs=list(outputs),
+        producer=F.PRODUCER,
+    )
+
+
+def start_event(
+    manifest: Mapping[str, Any],
+    dag: Mapping[str, Any],
+    run: RunIdentityLike,
+    *,
+    event_time: str | None = None,
+) -> RunEvent:
+    """The START event of the DAG run (sent when ``produce`` starts its first try)."""
+    return _event(RunState.START, manifest, dag, run, event_time=event_time)
+
+
+def assertions_event(
+    manifest: Mapping[str, Any],
+    dag: Mapping[str, Any],
+    run: RunIdentityLike,
+    dataset: Mapping[str, Any],
+    results: Sequence[Mapping[str, Any]],
+    *,
+    event_time: str | None = None,
+) -> RunEvent:
+    """The OTHER event carrying the audit's assertion results on the tested dataset.
+
+    :param dataset: The tested dataset's manifest entry; the caller may merge ``table``,
+        ``warehouse_namespace`` and ``warehouse_database`` into it so the identity matches the
+        COMPLETE event's output (see :func:`~contract_runtime.lineage.identity.dataset_identity`).
+    :param results: One result per evaluated rule (see :func:`~contract_runtime.lineage.facets.assertions_facet`).
+    """
+    lineage_namespace = str(manifest["lineage"]["namespace"])
+    namespace, name = dataset_identity(lineage_namespace, dataset)
+    tested = InputDataset(
+        namespace=namespace,
+        name=name,
+        facets={
+            "symlinks": F.symlinks_facet(
+                [
+                    asset_symlink(
+                        lineage_namespace, str(dataset["asset"]), dataset.get("uri")
+                    )
+                ]
+            )
+        },
+        inputFacets={
+            "dataQualityAssertions": F.assertions_facet(
+                results, dataset.get("quality", [])
+            )
+        },
+    )
+    return _event(
+        RunState.OTHER, manifest, dag, run, inputs=[tested], event_time=event_time
+    )
+
+
+def complete_event(
+    manifest: Mapping[str, Any],
+    dag: Mapping[str, Any],
+    run: RunIdentityLike,
+    outputs: Sequence[Mapping[str, Any]],
+    *,
+    event_time: str | None = None,
+) -> RunEvent:
+    """The COMPLETE event (sent by ``publish``): what the run read and what it published.
+
+    :param outputs: One per published dataset: ``{dataset, asset, table, row_count, columns,
+        quality_status, quarantined}`` and optionally ``warehouse_namespace`` /
+        ``warehouse_database``. A quarantined output is identified by the ``table`` it went to and
+        gets no Asset symlink: the Asset was not updated.
+    """
+    lineage_namespace = str(manifest["lineage"]["namespace"])
+    declared = {str(d["asset"]): d for d in dag.get("runtime", {}).get("datasets", [])}
+    warehouse = {
+        key: outputs[0][key]
+        for key in WAREHOUSE_KEYS
+        if outputs and outputs[0].get(key)
+    }
+    output_datasets = []
+    for output in outputs:
+        entry = declared.get(str(output["asset"]), {})
+        located: dict[str, Any] = {
+            key: output[key]
+            for key in (*WAREHOUSE_KEYS, "table", "asset")
+            if output.get(key)
+        }
+        quarantined = bool(output.get("quarantined"))
+        if not quarantined and entry.get("physical"):
+            located["physical"] = entry["physical"]
+        namespace, name = dataset_identity(lineage_namespace, located)
+        dataset_facets: dict[str, Any] = {
+            "schema": F.schema_facet(output.get("columns") or [])
+        }
+        if not quarantined:
+            dataset_facets["symlinks"] = F.symlinks_facet(
+                [
+                    asset_symlink(
+                        lineage_namespace, str(output["asset"]), entry.get("uri")
+                    )
+                ]
+            )
+        output_datasets.append(
+            OutputDataset(
+                namespace=namespace,
+                name=name,
+                facets=dataset_facets,
+                outputFacets={
+                    "outputStatistics": F.output_statistics_facet(
+                        int(output["row_count"])
+                    )
+                },
+            )
+        )
+    assets = {str(a["name"]): a for a in manifest.get("assets", [])}
+    input_datasets = []
+    for asset_name in dag.get("inlets", []):
+        namespace, name = upstream_identity(manifest, str(asset_name), warehouse)
+        uri = assets.get(str(asset_name), {}).get("uri")
+        input_datasets.append(
+            InputDataset(
+                namespace=namespace,
+                name=name,
+                facets={
+                    "symlinks": F.symlinks_facet(
+                        [asset_symlink(lineage_namespace, str(asset_name), uri)]
+                    )
+                },
+                inputFacets=None,  # the client's default {} would be serialised as an empty map
+            )
+        )
+    return _event(
+        RunState.COMPLETE,
+        manifest,
+        dag,
+        run,
+        inputs=input_datasets,
+        outputs=output_datasets,
+        event_time=event_time,
+    )
+
+
+def fail_event(
+    manifest: Mapping[str, Any],
+    dag: Mapping[str, Any],
+    run: RunIdentityLike,
+    error: BaseException,
+    task_id: str,
+    *,
+    event_time: str | None = None,
+) -> RunEvent:
+    """The FAIL event (sent on the final failure of any task): ``errorMessage``, no datasets."""
+    return _event(
+        RunState.FAIL,
+        manifest,
+        dag,
+        run,
+        run_facets={"errorMessage": F.error_message_facet(error, task_id)},
+        event_time=event_time,
+    )

@@ -1,0 +1,303 @@
+"""The three write-audit-publish stages, free of Airflow: what the operators call.
+
+Each stage takes the manifest path, the contract id and a :class:`RunIdentity`, opens the
+contract's warehouse, does its work, closes the warehouse and returns a small JSON-able result.
+
+Errors that a retry cannot fix are :class:`NonRetryableError` subclasses (the operators raise
+``AirflowFailException`` for them): :class:`QualityGateFailed`, producer configuration and data
+errors, a manifest that does not fit. Anything else (a database or network error) propagates
+unchanged so that Airflow's retries apply.
+
+Lineage: every stage calls the emit hook through :func:`_lineage`, which imports
+``contract_runtime.lineage`` lazily and swallows every error, so lineage never changes a task's
+outcome.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from contract_runtime.manifest import ManifestError, find_dag, load_manifest
+from contract_runtime.run import RunIdentity
+from contract_runtime.sqlutil import TableRef
+from contract_runtime.tables import STAGING_SCHEMA, staging_table
+from contract_runtime.warehouse import Warehouse, open_warehouse
+
+__all__ = [
+    "NonRetryableError",
+    "QualityGateFailed",
+    "audit",
+    "lineage_fail",
+    "produce",
+    "publish",
+]
+
+log = logging.getLogger(__name__)
+
+#: Opens a warehouse from a connection id; tests substitute their own.
+WarehouseOpener = Callable[[str | None], Warehouse]
+
+
+class NonRetryableError(Exception):
+    """A failure that retrying will not fix."""
+
+
+class QualityGateFailed(NonRetryableError):
+    """An ``error`` rule failed under ``block_publish`` or ``quarantine``: nothing is published.
+
+    :ivar summary: The audit summary (what is pushed to XCom).
+    """
+
+    def __init__(self, message: str, summary: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.summary = summary
+
+
+def _lineage(hook: str, *args: Any) -> None:
+    """Call ``contract_runtime.lineage.<hook>(*args)``; never raise, log one line on failure."""
+    try:
+        module = importlib.import_module("contract_runtime.lineage")
+    except ModuleNotFoundError as exc:
+        if exc.name == "contract_runtime.lineage":
+            log.debug("lineage: contract_runtime.lineage is not installed; %s skipped", hook)
+        else:
+            log.warning("lineage %s skipped: %s: %s", hook, type(exc).__name__, exc)
+        return
+    except Exception as exc:  # noqa: BLE001 - lineage must never change the task outcome
+        log.warning("lineage %s skipped: %s: %s", hook, type(exc).__name__, exc)
+        return
+    try:
+        fn = getattr(module, hook, None)
+        if fn is None:
+            log.warning("lineage %s skipped: contract_runtime.lineage has no %s()", hook, hook)
+            return
+        fn(*args)
+    except Exception as exc:  # noqa: BLE001 - lineage must never change the task outcome
+        log.warning("lineage %s failed: %s: %s", hook, type(exc).__name__, exc)
+
+
+def _load(manifest_path: str, contract_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    try:
+        manifest = load_manifest(manifest_path)
+        return manifest, find_dag(manifest, contract_id)
+    except ManifestError as exc:
+        raise _NonRetryableManifest(str(exc)) from exc
+
+
+class _NonRetryableManifest(NonRetryableError):
+    """The manifest cannot be read or lacks the contract."""
+
+
+def staging_tables(dag: dict[str, Any], run: RunIdentity) -> dict[str, TableRef]:
+    """Dataset name -> staging table of this run, in contract order."""
+    runtime = dag["runtime"]
+    return {
+        str(d["name"]): staging_table(str(runtime["domain"]), str(d["name"]), run.run_hash) for d in runtime["datasets"]
+    }
+
+
+# ---------------------------------------------------------------------- produce
+
+
+def produce(
+    manifest_path: str, contract_id: str, run: RunIdentity, *, opener: WarehouseOpener = open_warehouse
+) -> dict[str, Any]:
+    """Run the contract's producer into fresh staging tables.
+
+    Emits lineage START on the first try. Drops this run's staging tables first (a retry starts
+    clean), runs the producer, then checks that every dataset's staging table exists and has
+    every contract column.
+
+    :returns: ``{"staging": {dataset: "schema.table"}, "producer": <producer summary>}``.
+    :raises NonRetryableError: Producer configuration or data errors, missing staging tables
+        or columns.
+    """
+    from contract_runtime.producers import ProduceRequest, ProducerError, run_producer
+
+    manifest, dag = _load(manifest_path, contract_id)
+    if run.is_first_try:
+        _lineage("emit_start", manifest, dag, run)
+    runtime = dag["runtime"]
+    staging = staging_tables(dag, run)
+    wh = opener(runtime.get("warehouse_conn_id"))
+    try:
+        wh.create_schema(STAGING_SCHEMA)
+        for table in staging.values():
+            wh.drop_table(table)
+        request = ProduceRequest(
+            manifest_path=manifest_path, manifest=manifest, dag=dag, run=run, warehouse=wh, staging=staging
+        )
+        try:
+            summary = run_producer(request)
+        except ProducerError as exc:
+            raise _NonRetryableProducer(str(exc)) from exc
+        problems: list[str] = []
+        for ds in runtime["datasets"]:
+            table = staging[str(ds["name"])]
+            if not wh.table_exists(table):
+                problems.append(f"{ds['name']}: the producer wrote no staging table {table.dotted}")
+                continue
+            have = {c.name for c in wh.columns(table)}
+            missing = [str(p["name"]) for p in ds["schema"]["properties"] if p["name"] not in have]
+            if missing:
+                problems.append(f"{ds['name']}: staging {table.dotted} lacks contract columns {missing}")
+        if problems:
+            raise _NonRetryableProducer(f"{contract_id}: " + "; ".join(problems))
+        return {"staging": {k: v.dotted for k, v in staging.items()}, "producer": summary}
+    finally:
+        wh.close()
+
+
+class _NonRetryableProducer(NonRetryableError):
+    """The producer failed for a reason a retry will not fix."""
+
+
+# ---------------------------------------------------------------------- audit
+
+
+def audit(
+    manifest_path: str, contract_id: str, run: RunIdentity, *, opener: WarehouseOpener = open_warehouse
+) -> dict[str, Any]:
+    """Evaluate every quality rule of every dataset on its staging table, then gate.
+
+    Emits one lineage OTHER event (assertions) per dataset. Then, when an ``error`` rule failed:
+    ``block_publish`` drops the staging tables and raises; ``quarantine`` moves them to
+    ``_ca_quarantine`` and raises; ``warn`` lets publish go on with status ``degraded``.
+
+    :returns: The summary ``{"contract_id", "on_failure", "status" ("passed"|"degraded"),
+        "datasets": [DatasetVerdict.summary(), ...], "quarantine": []}``.
+    :raises QualityGateFailed: On a blocking failure (its ``summary`` has ``status``
+        ``blocked`` or ``quarantined``).
+    :raises NonRetryableError: When a staging table is missing or a rule is malformed.
+    """
+    from contract_runtime.publish import quarantine_datasets
+    from contract_runtime.quality import (
+        DatasetVerdict,
+        QualityRuleError,
+        evaluate_dataset,
+    )
+
+    manifest, dag = _load(manifest_path, contract_id)
+    runtime = dag["runtime"]
+    on_failure = str(runtime.get("on_failure", "block_publish"))
+    staging = staging_tables(dag, run)
+    wh = opener(runtime.get("warehouse_conn_id"))
+    try:
+        verdicts: list[DatasetVerdict] = []
+        for ds in runtime["datasets"]:
+            table = staging[str(ds["name"])]
+            if not wh.table_exists(table):
+                raise _NonRetryableProducer(
+                    f"{contract_id}: staging table {table.dotted} of {ds['name']!r} is missing (did produce run "
+                    f"for run {run.run_id!r}?)"
+                )
+            try:
+                verdict = evaluate_dataset(wh, table, ds)
+            except QualityRuleError as exc:
+                raise _NonRetryableProducer(f"{contract_id}: {exc}") from exc
+            verdicts.append(verdict)
+            _lineage("emit_assertions", manifest, dag, run, ds, verdict.results)
+        statuses = [v.status(on_failure) for v in verdicts]
+        summary: dict[str, Any] = {
+            "contract_id": contract_id,
+            "on_failure": on_failure,
+            "status": "degraded" if "degraded" in statuses else "passed",
+            "datasets": [v.summary(on_failure) for v in verdicts],
+            "quarantine": [],
+        }
+        blocking = [v for v in verdicts if v.blocking]
+        if blocking and on_failure != "warn":
+            failed = "; ".join(
+                f"{v.asset}: "
+                + ", ".join(
+                    f"{r['name']} (actual {r['actual']}, {r['operator']} {r['expected']})"
+                    for r in v.results
+                    if not r["success"] and r["severity"] == "error"
+                )
+                for v in blocking
+            )
+            if on_failure == "quarantine":
+                summary["quarantine"] = quarantine_datasets(wh, dag, run)
+                summary["status"] = "quarantined"
+                where = ", ".join(q["table"] for q in summary["quarantine"])
+                raise QualityGateFailed(
+                    f"{contract_id}: error rules failed, staging quarantined to {where}, nothing published: {failed}",
+                    summary,
+                )
+            for table in staging.values():
+                wh.drop_table(table)
+            summary["status"] = "blocked"
+            raise QualityGateFailed(f"{contract_id}: error rules failed, publish blocked: {failed}", summary)
+        return summary
+    finally:
+        wh.close()
+
+
+# ---------------------------------------------------------------------- publish
+
+
+def publish(
+    manifest_path: str,
+    contract_id: str,
+    run: RunIdentity,
+    audit_summary: dict[str, Any] | None,
+    *,
+    opener: WarehouseOpener = open_warehouse,
+) -> list[dict[str, Any]]:
+    """Swap the audited staging tables into their targets (one transaction), emit COMPLETE.
+
+    :param audit_summary: What :func:`audit` returned for this run (from XCom).
+    :returns: The outputs of :func:`contract_runtime.publish.publish_datasets`.
+    :raises NonRetryableError: When the audit summary is missing or does not allow publishing.
+    """
+    from contract_runtime.publish import PublishError, publish_datasets
+
+    manifest, dag = _load(manifest_path, contract_id)
+    if not audit_summary or not isinstance(audit_summary.get("datasets"), list):
+        raise _NonRetryableProducer(f"{contract_id}: no audit result for run {run.run_id!r}; nothing published")
+    verdicts = {str(d["dataset"]): d for d in audit_summary["datasets"]}
+    wh = opener(dag["runtime"].get("warehouse_conn_id"))
+    try:
+        try:
+            outputs = publish_datasets(wh, dag, run, verdicts)
+        except PublishError as exc:
+            raise _NonRetryableProducer(str(exc)) from exc
+    finally:
+        wh.close()
+    _lineage("emit_complete", manifest, dag, run, [_lineage_output(o) for o in outputs])
+    return outputs
+
+
+def _lineage_output(output: dict[str, Any]) -> dict[str, Any]:
+    keys = ("dataset", "asset", "table", "row_count", "columns", "quality_status", "quarantined")
+    return {k: output[k] for k in keys}
+
+
+def asset_event_extra(output: dict[str, Any], dag: dict[str, Any]) -> dict[str, Any]:
+    """The Asset event ``extra`` of one published dataset.
+
+    :returns: ``{"row_count", "quality_status", "failed_rules", "contract_id", "contract_version"}``.
+    """
+    return {
+        "row_count": int(output["row_count"]),
+        "quality_status": str(output["quality_status"]),
+        "failed_rules": list(output.get("failed_rules", [])),
+        "contract_id": str(dag["dag_id"]),
+        "contract_version": str(dag.get("contract_version", "")),
+    }
+
+
+# ---------------------------------------------------------------------- failure
+
+
+def lineage_fail(manifest_path: str, contract_id: str, run: RunIdentity, error: BaseException, task_id: str) -> None:
+    """Emit lineage FAIL for the final failure of a task. Never raises."""
+    try:
+        manifest, dag = _load(manifest_path, contract_id)
+    except Exception as exc:  # noqa: BLE001 - lineage must never change the task outcome
+        log.warning("lineage emit_fail skipped: %s", exc)
+        return
+    _lineage("emit_fail", manifest, dag, run, error, task_id)

@@ -1,0 +1,68 @@
+"""Where the runtime keeps its tables.
+
+- target (the published dataset): ``"<domain>"."<dataset>"``; a SQL producer reads its
+  upstreams by these names (``billing.invoices_raw``);
+- staging: ``"_ca_staging"."<domain>__<dataset>__<run hash>"``;
+- quarantine: ``"_ca_quarantine"."<domain>__<dataset>__<run hash>"``;
+- state: ``"_ca_state"."watermarks"`` and ``"_ca_state"."publications"``.
+
+The run hash is :func:`contract_runtime.run.run_hash` of Airflow's run id, so every task and
+try of one DAG run finds the same staging table and tables of different runs never collide.
+Names stay within PostgreSQL's 63-byte identifier limit. Imports only the standard library.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from contract_runtime.sqlutil import TableRef
+
+__all__ = [
+    "PUBLICATIONS",
+    "QUARANTINE_SCHEMA",
+    "STAGING_SCHEMA",
+    "STATE_SCHEMA",
+    "WATERMARKS",
+    "quarantine_table",
+    "staging_table",
+    "target_table",
+]
+
+STAGING_SCHEMA: str = "_ca_staging"
+QUARANTINE_SCHEMA: str = "_ca_quarantine"
+STATE_SCHEMA: str = "_ca_state"
+WATERMARKS: TableRef = TableRef(STATE_SCHEMA, "watermarks")
+PUBLICATIONS: TableRef = TableRef(STATE_SCHEMA, "publications")
+
+#: PostgreSQL truncates identifiers to 63 bytes; stay below it.
+_MAX_IDENTIFIER_BYTES: int = 63
+
+
+def target_table(domain: str, dataset: str) -> TableRef:
+    """The published table of a dataset: schema = domain, table = dataset name."""
+    return TableRef(domain, dataset)
+
+
+def _run_scoped_name(domain: str, dataset: str, run_hash: str) -> str:
+    base = f"{domain}__{dataset}"
+    name = f"{base}__{run_hash}"
+    if len(name.encode("utf-8")) <= _MAX_IDENTIFIER_BYTES:
+        return name
+    digest = hashlib.sha256(base.encode("utf-8")).hexdigest()[:8]
+    keep = _MAX_IDENTIFIER_BYTES - len(run_hash) - len(digest) - 4
+    return f"{base.encode('utf-8')[:keep].decode('utf-8', 'ignore')}_{digest}__{run_hash}"
+
+
+def staging_table(domain: str, dataset: str, run_hash: str) -> TableRef:
+    """The staging table of a dataset for one DAG run.
+
+    :param domain: The contract's domain.
+    :param dataset: The dataset name.
+    :param run_hash: :func:`contract_runtime.run.run_hash` of the run id.
+    """
+    return TableRef(STAGING_SCHEMA, _run_scoped_name(domain, dataset, run_hash))
+
+
+def quarantine_table(domain: str, dataset: str, run_hash: str) -> TableRef:
+    """The quarantine table of a dataset for one DAG run (same naming as staging)."""
+    return TableRef(QUARANTINE_SCHEMA, _run_scoped_name(domain, dataset, run_hash))

@@ -1,0 +1,577 @@
+"""One SQL interface over the warehouse: the embedded DuckDB file or any common-sql database.
+
+Selection (:func:`open_warehouse`), from the contract's ``warehouse_conn_id``:
+
+1. the Airflow Connection does not exist, or its ``conn_type`` is ``duckdb`` -> DuckDB, at the
+   connection's path (``duckdb:///abs/path.duckdb`` or ``duckdb://?path=/abs/path.duckdb``),
+   else ``$CONTRACT_ASSETS_WAREHOUSE``, else ``$AIRFLOW_HOME/contract_assets.duckdb``;
+2. any other ``conn_type`` -> that connection's common-sql hook (``conn.get_hook()``, a
+   ``DbApiHook``, e.g. ``PostgresHook``) wrapped in :class:`DbApiWarehouse`.
+
+A failure to look the connection up (other than "not found") is raised, never papered over
+with the embedded default.
+
+Every method takes identifiers as :class:`~contract_runtime.sqlutil.TableRef` or plain names and
+quotes them; values travel as bind parameters (``?`` markers, converted per driver). Outside
+:meth:`Warehouse.transaction` each statement commits on its own; inside, nothing commits until
+the block ends, and an exception rolls everything back.
+
+Heavy imports (duckdb, Airflow) happen inside functions, never at module import.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, Self
+
+from contract_runtime.sqlutil import (
+    Column,
+    TableRef,
+    convert_placeholders,
+    named_params,
+    quote_ident,
+)
+
+__all__ = [
+    "DbApiWarehouse",
+    "DuckDBWarehouse",
+    "Warehouse",
+    "WarehouseError",
+    "default_duckdb_path",
+    "open_warehouse",
+]
+
+log = logging.getLogger(__name__)
+
+#: Rows per ``executemany`` batch in :meth:`Warehouse.insert_rows`.
+INSERT_BATCH: int = 1000
+
+
+class WarehouseError(Exception):
+    """The warehouse cannot be selected or opened, or a swap precondition failed."""
+
+
+class Warehouse(ABC):
+    """The operations the runtime needs from a SQL warehouse.
+
+    :ivar dialect: ``"duckdb"``, ``"postgres"`` or the connection's ``conn_type``.
+    :ivar description: Human-readable location for logs (never holds a password).
+    """
+
+    dialect: str
+    description: str
+
+    def __init__(self) -> None:
+        self._in_transaction: bool = False
+
+    # ------------------------------------------------------------------ primitives
+
+    @abstractmethod
+    def _run(self, sql: str, params: Sequence[Any] | None, fetch: bool) -> list[tuple[Any, ...]]:
+        """Execute one statement (``?`` markers), return its rows when ``fetch``."""
+
+    @abstractmethod
+    def _run_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Execute one statement (``?`` markers) once per row."""
+
+    @abstractmethod
+    def _begin(self) -> None: ...
+
+    @abstractmethod
+    def _commit(self) -> None: ...
+
+    @abstractmethod
+    def _rollback(self) -> None: ...
+
+    @abstractmethod
+    def close(self) -> None:
+        """Close the connection (idempotent). An open transaction is rolled back."""
+
+    @abstractmethod
+    def _move_table(self, src: TableRef, dst: TableRef) -> None:
+        """Move ``src`` to ``dst`` (which must not exist) inside the current transaction."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _autocommit(self, fn: Callable[[], Any]) -> Any:
+        if self._in_transaction:
+            return fn()
+        self._begin()
+        try:
+            result = fn()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self._rollback()
+            raise
+        self._commit()
+        return result
+
+    # ------------------------------------------------------------------ statements
+
+    def execute(self, sql: str, params: Sequence[Any] | None = None) -> None:
+        """Execute one statement.
+
+        :param sql: SQL text; ``?`` marks each bind parameter.
+        :param params: Values for the markers, or None for a statement without markers (its
+            text is then passed through untouched, ``?`` and ``%`` included).
+        """
+        self._autocommit(lambda: self._run(sql, params, False))
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Execute one parameterised statement for each row of ``rows``."""
+        if rows:
+            self._autocommit(lambda: self._run_many(sql, rows))
+
+    def fetch(self, sql: str, params: Sequence[Any] | None = None) -> list[tuple[Any, ...]]:
+        """Run a query and return all rows as tuples."""
+        return list(self._autocommit(lambda: self._run(sql, params, True)))
+
+    def scalar(self, sql: str, params: Sequence[Any] | None = None) -> Any:
+        """Run a query and return the first column of its first row (None when no row)."""
+        rows = self.fetch(sql, params)
+        return rows[0][0] if rows and rows[0] else None
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Warehouse]:
+        """Group statements into one transaction: commit at the end, roll back on any exception.
+
+        :raises WarehouseError: When a transaction is already open (no nesting).
+        """
+        if self._in_transaction:
+            raise WarehouseError("nested transactions are not supported")
+        self._begin()
+        self._in_transaction = True
+        try:
+            yield self
+        except BaseException:
+            self._in_transaction = False
+            with contextlib.suppress(Exception):
+                self._rollback()
+            raise
+        self._in_transaction = False
+        self._commit()
+
+    # ------------------------------------------------------------------ catalogue
+
+    def table_exists(self, table: TableRef) -> bool:
+        """True when ``table`` exists (as a table or view)."""
+        n = self.scalar(
+            "select count(*) from information_schema.tables where table_schema = ? and table_name = ?",
+            [table.schema, table.name],
+        )
+        return bool(n)
+
+    def columns(self, table: TableRef) -> list[Column]:
+        """The columns of ``table`` in ordinal order (empty when it does not exist)."""
+        rows = self.fetch(
+            "select column_name, data_type from information_schema.columns "
+            "where table_schema = ? and table_name = ? order by ordinal_position",
+            [table.schema, table.name],
+        )
+        return [Column(str(r[0]), str(r[1])) for r in rows]
+
+    def row_count(self, table: TableRef) -> int:
+        """``count(*)`` of ``table``."""
+        return int(self.scalar(f"select count(*) from {table.sql}") or 0)
+
+    def list_tables(self, schema: str) -> list[str]:
+        """Names of the tables in ``schema``, sorted."""
+        rows = self.fetch(
+            "select table_name from information_schema.tables where table_schema = ? order by table_name",
+            [schema],
+        )
+        return [str(r[0]) for r in rows]
+
+    # ------------------------------------------------------------------ DDL and DML
+
+    def create_schema(self, schema: str) -> None:
+        """``CREATE SCHEMA IF NOT EXISTS``."""
+        self.execute(f"create schema if not exists {quote_ident(schema)}")
+
+    def drop_table(self, table: TableRef) -> None:
+        """``DROP TABLE IF EXISTS``."""
+        self.execute(f"drop table if exists {table.sql}")
+
+    def create_table(self, table: TableRef, columns: Sequence[tuple[str, str]], *, replace: bool = True) -> None:
+        """Create ``table`` with ``columns`` (name, SQL type); its schema is created as needed.
+
+        :param replace: Drop an existing table of that name first.
+        """
+        cols = ", ".join(f"{quote_ident(n)} {t}" for n, t in columns)
+
+        def run() -> None:
+            self._run(f"create schema if not exists {quote_ident(table.schema)}", None, False)
+            if replace:
+                self._run(f"drop table if exists {table.sql}", None, False)
+            self._run(f"create table {table.sql} ({cols})", None, False)
+
+        self._autocommit(run)
+
+    def create_table_as(self, table: TableRef, select_sql: str, *, replace: bool = True) -> None:
+        """``CREATE TABLE table AS <select_sql>``; the schema is created as needed.
+
+        :param select_sql: A query, trailing semicolons and whitespace are stripped. It runs as
+            written (it is the contract author's SQL or the runtime's own).
+        """
+        body = select_sql.strip().rstrip(";").rstrip()
+
+        def run() -> None:
+            self._run(f"create schema if not exists {quote_ident(table.schema)}", None, False)
+            if replace:
+                self._run(f"drop table if exists {table.sql}", None, False)
+            self._run(f"create table {table.sql} as\n{body}\n", None, False)
+
+        self._autocommit(run)
+
+    def insert_rows(self, table: TableRef, column_names: Sequence[str], rows: Iterable[Sequence[Any]]) -> int:
+        """Insert ``rows`` (sequences in ``column_names`` order) into ``table``.
+
+        :returns: The number of rows inserted.
+        """
+        marks = ", ".join("?" for _ in column_names)
+        cols = ", ".join(quote_ident(c) for c in column_names)
+        sql = f"insert into {table.sql} ({cols}) values ({marks})"
+        total = 0
+        batch: list[Sequence[Any]] = []
+
+        def flush() -> None:
+            nonlocal batch
+            if batch:
+                self._run_many(sql, batch)
+                batch = []
+
+        def run() -> None:
+            nonlocal total
+            for row in rows:
+                batch.append(tuple(row))
+                total += 1
+                if len(batch) >= INSERT_BATCH:
+                    flush()
+            flush()
+
+        self._autocommit(run)
+        return total
+
+    def move_table(self, src: TableRef, dst: TableRef, *, replace: bool = True) -> None:
+        """Move ``src`` to ``dst`` in one transaction (``dst``'s schema is created as needed).
+
+        :param replace: Drop an existing ``dst`` first (in the same transaction).
+        """
+
+        def run() -> None:
+            self._run(f"create schema if not exists {quote_ident(dst.schema)}", None, False)
+            if replace:
+                self._run(f"drop table if exists {dst.sql}", None, False)
+            self._move_table(src, dst)
+
+        self._autocommit(run)
+
+    def swap(
+        self,
+        pairs: Sequence[tuple[TableRef, TableRef]],
+        *,
+        before_commit: Callable[[Warehouse], None] | None = None,
+    ) -> None:
+        """Replace each target by its staging table, all in ONE transaction.
+
+        For each ``(staging, target)``: create the target's schema if needed, drop the target,
+        move the staging table into its place. Then ``before_commit(self)`` runs inside the same
+        transaction (state updates such as the watermark). Any failure rolls everything back:
+        every target keeps its previous content and every staging table stays.
+
+        :param pairs: ``(staging, target)`` tables.
+        :param before_commit: Optional extra work that must commit with the swap.
+        :raises WarehouseError: When a staging table does not exist (checked before any change).
+        """
+        missing = [s.dotted for s, _ in pairs if not self.table_exists(s)]
+        if missing:
+            raise WarehouseError(f"staging table(s) missing, nothing published: {', '.join(missing)}")
+        with self.transaction():
+            for staging, target in pairs:
+                self._run(f"create schema if not exists {quote_ident(target.schema)}", None, False)
+                self._run(f"drop table if exists {target.sql}", None, False)
+                self._move_table(staging, target)
+            if before_commit is not None:
+                before_commit(self)
+
+    def env(self) -> dict[str, str]:
+        """``CONTRACT_ASSETS_WAREHOUSE_*`` variables telling a subprocess where the warehouse is."""
+        return {"CONTRACT_ASSETS_WAREHOUSE_KIND": self.dialect}
+
+    @contextlib.contextmanager
+    def released(self) -> Iterator[None]:
+        """Let another process use the warehouse for the duration of the block.
+
+        A server database needs nothing; the embedded DuckDB file closes its connection (one
+        writer process at a time) and reopens it afterwards.
+        """
+        yield
+
+
+# ---------------------------------------------------------------------- DuckDB
+
+
+class DuckDBWarehouse(Warehouse):
+    """The embedded warehouse: one DuckDB database file.
+
+    DuckDB lets one process at a time open a file for writing. Opening retries while another
+    process holds the lock, for up to ``lock_timeout`` seconds; the runtime closes the
+    connection at the end of every task (and before starting a command producer).
+
+    :param path: The database file (created when missing, with its folder).
+    :param lock_timeout: Seconds to wait for another process's lock
+        (env ``CONTRACT_ASSETS_DUCKDB_LOCK_TIMEOUT``, default 120).
+    """
+
+    dialect = "duckdb"
+
+    def __init__(self, path: str | os.PathLike[str], *, lock_timeout: float | None = None) -> None:
+        super().__init__()
+        self.path: str = os.path.abspath(os.fspath(path))
+        self.description = f"duckdb:{self.path}"
+        os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
+        if lock_timeout is None:
+            lock_timeout = float(os.environ.get("CONTRACT_ASSETS_DUCKDB_LOCK_TIMEOUT", "120"))
+        self.lock_timeout: float = lock_timeout
+        self._con: Any = None
+        self._open()
+
+    def _open(self) -> None:
+        import duckdb
+
+        deadline = time.monotonic() + self.lock_timeout
+        delay = 0.05
+        while True:
+            try:
+                self._con = duckdb.connect(self.path)
+                break
+            except duckdb.IOException as exc:
+                if "lock" not in str(exc).lower() or time.monotonic() >= deadline:
+                    raise WarehouseError(f"cannot open DuckDB warehouse {self.path}: {exc}") from exc
+                time.sleep(delay)
+                delay = min(delay * 2, 1.0)
+        self._con.execute("set TimeZone = 'UTC'")
+
+    @property
+    def connection(self) -> Any:
+        """The underlying ``duckdb.DuckDBPyConnection`` (for DuckDB-only fast paths)."""
+        return self._con
+
+    def _run(self, sql: str, params: Sequence[Any] | None, fetch: bool) -> list[tuple[Any, ...]]:
+        cur = self._con.execute(sql, list(params)) if params is not None else self._con.execute(sql)
+        return cur.fetchall() if fetch else []
+
+    def _run_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        self._con.executemany(sql, [list(r) for r in rows])
+
+    def _begin(self) -> None:
+        self._con.execute("begin transaction")
+
+    def _commit(self) -> None:
+        self._con.execute("commit")
+
+    def _rollback(self) -> None:
+        self._con.execute("rollback")
+
+    def _move_table(self, src: TableRef, dst: TableRef) -> None:
+        # DuckDB cannot move a table to another schema with ALTER TABLE: copy, then drop.
+        self._run(f"create table {dst.sql} as select * from {src.sql}", None, False)
+        self._run(f"drop table {src.sql}", None, False)
+
+    def close(self) -> None:
+        con = getattr(self, "_con", None)
+        if con is not None:
+            if self._in_transaction:
+                with contextlib.suppress(Exception):
+                    con.execute("rollback")
+            self._in_transaction = False
+            con.close()
+            self._con = None
+
+    def env(self) -> dict[str, str]:
+        return {"CONTRACT_ASSETS_WAREHOUSE_KIND": "duckdb", "CONTRACT_ASSETS_WAREHOUSE_PATH": self.path}
+
+    @contextlib.contextmanager
+    def released(self) -> Iterator[None]:
+        if self._in_transaction:
+            raise WarehouseError("cannot release the DuckDB file inside a transaction")
+        self.close()
+        try:
+            yield
+        finally:
+            self._open()
+
+
+# ---------------------------------------------------------------------- common-sql
+
+
+def _paramstyle_of(hook: Any, conn: Any) -> str:
+    placeholder = getattr(hook, "placeholder", None)
+    if placeholder == "?":
+        return "qmark"
+    if placeholder in ("%s", None):
+        module = type(conn).__module__.split(".")[0]
+        import sys
+
+        style = getattr(sys.modules.get(module), "paramstyle", None)
+        return style if isinstance(style, str) else "format"
+    if isinstance(placeholder, str) and placeholder.startswith(":"):
+        return "numeric" if placeholder[1:].isdigit() else "named"
+    return "format"
+
+
+class DbApiWarehouse(Warehouse):
+    """A warehouse reached through an Airflow common-sql hook (``DbApiHook``).
+
+    :param hook: A ``DbApiHook`` (for example ``PostgresHook``); its ``get_conn()`` gives the
+        DB-API connection the warehouse owns and closes.
+    :param dialect: ``"postgres"`` for PostgreSQL (enables ``ALTER TABLE ... SET SCHEMA``),
+        else the connection type (tables are then moved by copy).
+    :param conn_id: The Airflow connection id, for messages and :meth:`env`.
+    """
+
+    def __init__(self, hook: Any, *, dialect: str, conn_id: str) -> None:
+        super().__init__()
+        self.hook = hook
+        self.dialect = dialect
+        self.conn_id = conn_id
+        self.description = f"{dialect} connection {conn_id!r}"
+        self._con = hook.get_conn()
+        with contextlib.suppress(Exception):
+            self._con.autocommit = False
+        self._paramstyle = _paramstyle_of(hook, self._con)
+
+    def _prepare(self, sql: str, params: Sequence[Any] | None) -> tuple[str, Any]:
+        if params is None:
+            return sql, None
+        text = convert_placeholders(sql, self._paramstyle)
+        if self._paramstyle == "named":
+            return text, named_params(params)
+        return text, tuple(params)
+
+    def _run(self, sql: str, params: Sequence[Any] | None, fetch: bool) -> list[tuple[Any, ...]]:
+        text, args = self._prepare(sql, params)
+        cur = self._con.cursor()
+        try:
+            if args is None:
+                cur.execute(text)
+            else:
+                cur.execute(text, args)
+            return [tuple(r) for r in cur.fetchall()] if fetch else []
+        finally:
+            cur.close()
+
+    def _run_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        text, _ = self._prepare(sql, [])
+        if self._paramstyle == "named":
+            args: list[Any] = [named_params(r) for r in rows]
+        else:
+            args = [tuple(r) for r in rows]
+        cur = self._con.cursor()
+        try:
+            cur.executemany(text, args)
+        finally:
+            cur.close()
+
+    def _begin(self) -> None:
+        # DB-API connections open a transaction implicitly with the first statement.
+        pass
+
+    def _commit(self) -> None:
+        self._con.commit()
+
+    def _rollback(self) -> None:
+        self._con.rollback()
+
+    def _move_table(self, src: TableRef, dst: TableRef) -> None:
+        if self.dialect == "postgres":
+            # Transactional DDL: move the table into the target schema, then rename it there.
+            self._run(f"alter table {src.sql} set schema {quote_ident(dst.schema)}", None, False)
+            moved = TableRef(dst.schema, src.name)
+            if src.name != dst.name:
+                self._run(f"alter table {moved.sql} rename to {quote_ident(dst.name)}", None, False)
+            return
+        self._run(f"create table {dst.sql} as select * from {src.sql}", None, False)
+        self._run(f"drop table {src.sql}", None, False)
+
+    def close(self) -> None:
+        con = getattr(self, "_con", None)
+        if con is not None:
+            with contextlib.suppress(Exception):
+                con.rollback()
+            self._in_transaction = False
+            with contextlib.suppress(Exception):
+                con.close()
+            self._con = None
+
+    def env(self) -> dict[str, str]:
+        return {"CONTRACT_ASSETS_WAREHOUSE_KIND": self.dialect, "CONTRACT_ASSETS_WAREHOUSE_CONN_ID": self.conn_id}
+
+
+# ---------------------------------------------------------------------- selection
+
+
+def default_duckdb_path() -> str:
+    """``$CONTRACT_ASSETS_WAREHOUSE``, else ``$AIRFLOW_HOME/contract_assets.duckdb``
+    (``AIRFLOW_HOME`` defaulting to ``~/airflow`` as in Airflow)."""
+    explicit = os.environ.get("CONTRACT_ASSETS_WAREHOUSE")
+    if explicit:
+        return os.path.abspath(os.path.expanduser(explicit))
+    home = os.environ.get("AIRFLOW_HOME") or os.path.join(os.path.expanduser("~"), "airflow")
+    return os.path.join(os.path.abspath(os.path.expanduser(home)), "contract_assets.duckdb")
+
+
+def _duckdb_path_of(conn: Any) -> str | None:
+    extra = {}
+    with contextlib.suppress(Exception):
+        extra = conn.extra_dejson or {}
+    if extra.get("path"):
+        return os.path.abspath(os.path.expanduser(str(extra["path"])))
+    if conn.host:
+        raise WarehouseError(f"DuckDB connection {conn.conn_id!r} names a host; write duckdb:///absolute/path.duckdb")
+    if conn.schema:
+        schema = str(conn.schema)
+        return schema if schema.startswith("/") else "/" + schema
+    return None
+
+
+def _get_connection(conn_id: str) -> Any | None:
+    """The Airflow Connection ``conn_id``, or None when it is not defined anywhere."""
+    from airflow.sdk import Connection
+    from airflow.sdk.exceptions import AirflowNotFoundException
+
+    try:
+        return Connection.get(conn_id)
+    except AirflowNotFoundException:
+        return None
+
+
+def open_warehouse(conn_id: str | None) -> Warehouse:
+    """Open the warehouse named by a contract's ``warehouse_conn_id`` (rules in the module doc).
+
+    :param conn_id: The Airflow connection id, or None for the embedded default.
+    :returns: An open warehouse; close it (it is a context manager).
+    :raises WarehouseError: When the connection cannot be used as a warehouse.
+    """
+    conn = _get_connection(conn_id) if conn_id else None
+    if conn is None or (conn.conn_type or "").lower() == "duckdb":
+        path = (_duckdb_path_of(conn) if conn is not None else None) or default_duckdb_path()
+        wh: Warehouse = DuckDBWarehouse(path)
+    else:
+        conn_type = (conn.conn_type or "").lower()
+        hook = conn.get_hook()
+        if not hasattr(hook, "get_conn"):
+            raise WarehouseError(f"connection {conn_id!r} ({conn_type}) has no DB-API hook")
+        dialect = "postgres" if conn_type in ("postgres", "postgresql") else conn_type
+        wh = DbApiWarehouse(hook, dialect=dialect, conn_id=str(conn_id))
+    log.info("warehouse: %s", wh.description)
+    return wh

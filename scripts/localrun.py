@@ -1,0 +1,348 @@
+"""Run a compiled contract-assets project end to end in a local Airflow home, and report.
+
+Used by ``scripts/demo.sh`` (``npm run demo``) and by ``test/python/test_e2e.py``::
+
+    python scripts/localrun.py run --project DIR [--logical-date ISO] [--only DAG_ID ...]
+    python scripts/localrun.py report --project DIR [--runs RESULTS.json]
+
+The caller sets the environment first: ``AIRFLOW_HOME`` (a migrated metadata DB),
+``AIRFLOW__CORE__DAGS_FOLDER=<project>/generated/dags``, ``CONTRACT_ASSETS_WAREHOUSE`` (the
+DuckDB file), ``PYTHONPATH`` with ``<project>/orchestration/jobs`` (python producers) and a
+``PATH`` holding the ``dbt`` family's shim.
+
+``run`` seeds the external upstreams (see :func:`seed_external_sample_data`), then runs every
+DAG of the manifest (or the ``--only`` ones) in dependency order with ``DAG.test()``, which is
+what ``airflow dags test`` calls after parsing the DAG, in this one process so Airflow is
+imported once. It prints one line ``RESULT <json>``: ``{"order": [dag_id], "runs": {dag_id:
+{"state", "run_id"}}}``. Exit status 0 whatever the DAG outcomes (the caller judges them).
+
+``report`` prints what was published (table, rows, quality status), what was blocked or
+quarantined, and where the lineage events went.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import glob
+import json
+import os
+import sqlite3
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+STATE_OK = "success"
+
+
+# ---------------------------------------------------------------------- manifest helpers
+
+
+def load_manifest(project: Path) -> dict[str, Any]:
+    """``<project>/generated/manifest.json``."""
+    return json.loads((project / "generated" / "manifest.json").read_text(encoding="utf-8"))
+
+
+def dependency_order(manifest: dict[str, Any]) -> list[str]:
+    """The DAG ids in an order where every producer runs before its consumers.
+
+    Derived from ``edges[]`` (upstream asset -> produced asset, via the consuming dag) and
+    ``assets[].producer``; ties are broken by dag_id, so the order is deterministic.
+
+    :raises ValueError: On a cycle (the compiler rejects those, so it means a broken manifest).
+    """
+    dags = sorted(d["dag_id"] for d in manifest["dags"])
+    producer = {a["name"]: a.get("producer") for a in manifest["assets"]}
+    needs: dict[str, set[str]] = {d: set() for d in dags}
+    for edge in manifest["edges"]:
+        upstream_dag = producer.get(edge["from"])
+        if upstream_dag and upstream_dag in needs and edge["via"] in needs and upstream_dag != edge["via"]:
+            needs[edge["via"]].add(upstream_dag)
+    order: list[str] = []
+    done: set[str] = set()
+    while len(order) < len(dags):
+        ready = [d for d in dags if d not in done and needs[d] <= done]
+        if not ready:
+            raise ValueError(f"dependency cycle among {sorted(set(dags) - done)}")
+        order.append(ready[0])
+        done.add(ready[0])
+    return order
+
+
+# ---------------------------------------------------------------------- external upstreams
+
+
+def _config_sample_data(project: Path) -> dict[str, str]:
+    import yaml
+
+    mapping: dict[str, str] = {}
+    for path in sorted(glob.glob(str(project / "orchestration" / "airflow" / "sources" / "*.y*ml"))):
+        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        if doc.get("kind") == "OrchestrationConfig":
+            mapping.update({str(k): str(v) for k, v in (doc.get("sample_data") or {}).items()})
+    return mapping
+
+
+def seed_external_sample_data(project: Path, manifest: dict[str, Any], warehouse_path: str) -> list[dict[str, Any]]:
+    """Load the bundled stand-in data of external Assets that DAGs read as tables.
+
+    Stand-in for the systems outside the project (for the example: treasury loading
+    ``fx.rates_daily``). An external Asset that an ingestion contract loads (its ``source``) is
+    the producer's business and is skipped; any other external Asset read as an upstream gets
+    its ``sample_data`` file (from the orchestration config) loaded into the table
+    ``<first segment>.<rest>`` with DuckDB's type detection.
+
+    Why here and not in the runtime: the manifest carries ``sample_data`` only for ingestion
+    contracts (``dags[].runtime.sample_data``), not for external Assets, so only the config
+    knows these files. See the runtime report: a manifest field would let the runtime do this.
+
+    :returns: ``[{"asset", "table", "rows", "file"}]``.
+    """
+    import duckdb
+
+    sources = {d["runtime"].get("source", {}).get("name") for d in manifest["dags"]}
+    read = {u["asset"] for d in manifest["dags"] for u in d["runtime"].get("upstreams", [])}
+    samples = _config_sample_data(project)
+    seeded: list[dict[str, Any]] = []
+    con = duckdb.connect(warehouse_path)
+    try:
+        for asset in sorted(manifest["assets"], key=lambda a: a["name"]):
+            name = asset["name"]
+            if not asset.get("external") or name in sources or name not in read or name not in samples:
+                continue
+            schema, _, table = name.partition(".")
+            file = str((project / samples[name]).resolve())
+            reader = (
+                "read_parquet(?)"
+                if file.endswith(".parquet")
+                else (
+                    "read_json(?, format = 'newline_delimited')"
+                    if file.endswith(".jsonl")
+                    else "read_csv(?, header = true)"
+                )
+            )
+            q_schema = '"' + schema.replace('"', '""') + '"'
+            q_table = q_schema + '."' + table.replace('"', '""') + '"'
+            con.execute(f"create schema if not exists {q_schema}")
+            con.execute(f"create or replace table {q_table} as select * from {reader}", [file])
+            rows = con.execute(f"select count(*) from {q_table}").fetchone()[0]
+            seeded.append({"asset": name, "table": f"{schema}.{table}", "rows": int(rows), "file": samples[name]})
+    finally:
+        con.close()
+    return seeded
+
+
+# ---------------------------------------------------------------------- run
+
+
+def _reuse_in_process_api() -> None:
+    """Build Airflow's in-process Execution API once per process instead of once per task.
+
+    ``DAG.test()`` runs each task through ``supervisor.in_process_api_server()``, which builds a
+    new FastAPI app every time (seconds each). The app is stateless between requests, so one
+    instance serves every task the same way; this only removes the rebuilding.
+    """
+    from airflow.sdk.execution_time import supervisor
+
+    original = supervisor.in_process_api_server
+    cache: list[Any] = []
+
+    def cached() -> Any:
+        if not cache:
+            cache.append(original())
+        return cache[0]
+
+    supervisor.in_process_api_server = cached
+
+
+def run_dags(dags_folder: str, dag_ids: Iterable[str], logical_date: datetime.datetime | None) -> dict[str, Any]:
+    """``DAG.test()`` each DAG in turn (what ``airflow dags test`` does after parsing)."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    _reuse_in_process_api()
+
+    bag = DagBag(dag_folder=dags_folder, include_examples=False, safe_mode=False)
+    if bag.import_errors:
+        raise SystemExit(f"DAG import errors: {json.dumps(bag.import_errors, indent=1)}")
+    runs: dict[str, Any] = {}
+    for dag_id in dag_ids:
+        dag = bag.dags[dag_id]
+        print(f"localrun: running {dag_id}", flush=True)
+        try:
+            dr = dag.test(logical_date=logical_date) if logical_date else dag.test()
+            state = str(getattr(dr.state, "value", dr.state))
+            runs[dag_id] = {"state": state, "run_id": dr.run_id}
+        except Exception as exc:  # noqa: BLE001 - reported, the caller judges
+            runs[dag_id] = {"state": "error", "run_id": None, "error": f"{type(exc).__name__}: {exc}"}
+        print(f"localrun: {dag_id} -> {runs[dag_id]['state']}", flush=True)
+    return runs
+
+
+# ---------------------------------------------------------------------- report
+
+
+def lineage_destination() -> str:
+    """Where the OpenLineage client sends events, from its own configuration (env, file)."""
+    transport_type = os.environ.get("OPENLINEAGE__TRANSPORT__TYPE")
+    if transport_type == "file":
+        return f"file transport: {os.environ.get('OPENLINEAGE__TRANSPORT__LOG_FILE_PATH', '?')}"
+    if transport_type:
+        return f"{transport_type} transport (from OPENLINEAGE__TRANSPORT__*)"
+    if os.environ.get("OPENLINEAGE_CONFIG"):
+        return f"the transport configured in OPENLINEAGE_CONFIG={os.environ['OPENLINEAGE_CONFIG']}"
+    if os.environ.get("OPENLINEAGE_URL"):
+        return f"http transport: {os.environ['OPENLINEAGE_URL']}"
+    return "the OpenLineage client's default (console)"
+
+
+def _asset_events(airflow_home: str) -> list[dict[str, Any]]:
+    db = os.path.join(airflow_home, "airflow.db")
+    if not os.path.exists(db):
+        return []
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        rows = con.execute(
+            "select a.name, e.extra, e.source_dag_id, e.source_run_id from asset_event e "
+            "join asset a on a.id = e.asset_id order by e.id"
+        ).fetchall()
+    finally:
+        con.close()
+    return [{"asset": r[0], "extra": json.loads(r[1] or "{}"), "dag_id": r[2], "run_id": r[3]} for r in rows]
+
+
+def _audit_verdict(airflow_home: str, dag_id: str, run_id: str | None) -> dict[str, Any] | None:
+    """The ``quality`` XCom of a run's audit task, or None."""
+    db = os.path.join(airflow_home, "airflow.db")
+    if not run_id or not os.path.exists(db):
+        return None
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        row = con.execute(
+            "select value from xcom where dag_id = ? and run_id = ? and task_id = 'audit' and key = 'quality'",
+            (dag_id, run_id),
+        ).fetchone()
+    finally:
+        con.close()
+    if row is None:
+        return None
+    value = json.loads(row[0]) if isinstance(row[0], (str, bytes)) else row[0]
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def _warehouse_tables(warehouse_path: str) -> dict[str, int]:
+    import duckdb
+
+    if not os.path.exists(warehouse_path):
+        return {}
+    con = duckdb.connect(warehouse_path, read_only=True)
+    try:
+        tables = con.execute(
+            "select table_schema, table_name from information_schema.tables order by table_schema, table_name"
+        ).fetchall()
+        out: dict[str, int] = {}
+        for schema, name in tables:
+            q = '"' + schema.replace('"', '""') + '"."' + name.replace('"', '""') + '"'
+            out[f"{schema}.{name}"] = int(con.execute(f"select count(*) from {q}").fetchone()[0])
+        return out
+    finally:
+        con.close()
+
+
+def report(project: Path, runs: dict[str, Any] | None) -> str:
+    """The human summary of a local run (published, blocked, quarantined, lineage)."""
+    manifest = load_manifest(project)
+    home = os.environ["AIRFLOW_HOME"]
+    warehouse = os.environ["CONTRACT_ASSETS_WAREHOUSE"]
+    events = _asset_events(home)
+    tables = _warehouse_tables(warehouse)
+    table_of = {str(d["asset"]): f"{d['name']}" for dag in manifest["dags"] for d in dag["runtime"]["datasets"]}
+    domain_of = {
+        str(d["asset"]): str(dag["runtime"]["domain"]) for dag in manifest["dags"] for d in dag["runtime"]["datasets"]
+    }
+    lines = ["", "Published (one Asset event each):", f"  {'asset':<34} {'table':<34} {'rows':>5}  quality"]
+    for ev in events:
+        extra = ev["extra"]
+        table = f"{domain_of.get(ev['asset'], '?')}.{table_of.get(ev['asset'], '?')}"
+        failed = f" (failed: {', '.join(extra.get('failed_rules', []))})" if extra.get("failed_rules") else ""
+        lines.append(
+            f"  {ev['asset']:<34} {table:<34} {extra.get('row_count', '?'):>5}  {extra.get('quality_status', '?')}{failed}"
+        )
+    if not events:
+        lines.append("  (nothing)")
+    published = {ev["dag_id"] for ev in events}
+    lines.append("")
+    lines.append("Blocked (nothing published):")
+    blocked = False
+    for dag in manifest["dags"]:
+        run = (runs or {}).get(dag["dag_id"])
+        if run is not None and run["state"] != STATE_OK and dag["dag_id"] not in published:
+            blocked = True
+            verdict = _audit_verdict(home, dag["dag_id"], run.get("run_id"))
+            why = f"DAG run {run['state']}"
+            if verdict and verdict.get("status") in ("blocked", "quarantined"):
+                rules = sorted({r for d in verdict.get("datasets", []) for r in d.get("failed_errors", [])})
+                why = f"{verdict['status']} by error rule(s) {', '.join(rules)}"
+            lines.append(f"  {dag['dag_id']:<34} {why}")
+    if not blocked:
+        lines.append("  (nothing)")
+    quarantine = {k: v for k, v in tables.items() if k.startswith("_ca_quarantine.")}
+    if quarantine:
+        lines.append("")
+        lines.append("Quarantined:")
+        lines.extend(f"  {k:<60} rows {v}" for k, v in quarantine.items())
+    lines.append("")
+    lines.append(f"Warehouse (DuckDB): {warehouse}")
+    lines.append(f"Lineage events: {lineage_destination()}")
+    path = os.environ.get("OPENLINEAGE__TRANSPORT__LOG_FILE_PATH")
+    if os.environ.get("OPENLINEAGE__TRANSPORT__TYPE") == "file" and path and os.path.exists(path):
+        with open(path, encoding="utf-8") as fh:
+            count = sum(1 for line in fh if line.strip())
+        lines.append(f"  {count} events in {path}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------- CLI
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="localrun")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    run_p = sub.add_parser("run")
+    run_p.add_argument("--project", required=True, type=Path)
+    run_p.add_argument("--logical-date", default=None)
+    run_p.add_argument("--only", nargs="*", default=None)
+    run_p.add_argument("--no-seed", action="store_true", help="do not load the external upstreams' sample data")
+    rep_p = sub.add_parser("report")
+    rep_p.add_argument("--project", required=True, type=Path)
+    rep_p.add_argument("--runs", default=None, type=Path)
+    args = parser.parse_args(argv)
+    project = args.project.resolve()
+
+    if args.cmd == "report":
+        runs = json.loads(args.runs.read_text(encoding="utf-8"))["runs"] if args.runs else None
+        print(report(project, runs))
+        return 0
+
+    manifest = load_manifest(project)
+    order = dependency_order(manifest)
+    if args.only:
+        unknown = sorted(set(args.only) - set(order))
+        if unknown:
+            raise SystemExit(f"unknown dag ids: {unknown}")
+        order = [d for d in order if d in set(args.only)]
+    seeded = (
+        [] if args.no_seed else seed_external_sample_data(project, manifest, os.environ["CONTRACT_ASSETS_WAREHOUSE"])
+    )
+    for s in seeded:
+        print(f"localrun: external {s['asset']} <- {s['file']} ({s['rows']} rows)", flush=True)
+    logical = datetime.datetime.fromisoformat(args.logical_date) if args.logical_date else None
+    if logical is not None and logical.tzinfo is None:
+        logical = logical.replace(tzinfo=datetime.UTC)
+    runs = run_dags(os.environ["AIRFLOW__CORE__DAGS_FOLDER"], order, logical)
+    print("RESULT " + json.dumps({"order": order, "runs": runs, "seeded": seeded}, sort_keys=True), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

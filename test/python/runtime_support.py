@@ -1,0 +1,109 @@
+"""Helpers for the contract_runtime tests: synthetic manifests and run identities.
+
+Not a test module. Nothing here imports Airflow.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import json
+from pathlib import Path
+from typing import Any
+
+from contract_runtime.run import RunIdentity
+
+UTC = datetime.UTC
+
+
+def run_identity(
+    dag_id: str = "sales.orders", run_id: str = "manual__2026-04-15T00:00:00+00:00", **kw: Any
+) -> RunIdentity:
+    """A RunIdentity with sensible defaults (first try, no retries)."""
+    values: dict[str, Any] = {
+        "dag_id": dag_id,
+        "run_id": run_id,
+        "logical_date": datetime.datetime(2026, 4, 15, tzinfo=UTC),
+        "run_after": datetime.datetime(2026, 4, 15, 0, 5, tzinfo=UTC),
+        "try_number": 1,
+        "max_tries": 0,
+        "task_id": "produce",
+        "map_index": -1,
+    }
+    values.update(kw)
+    return RunIdentity(**values)
+
+
+ORDERS_SCHEMA: dict[str, Any] = {
+    "version": 1,
+    "properties": [
+        {"name": "order_id", "logicalType": "string", "primaryKey": True, "required": True},
+        {"name": "amount", "logicalType": "number", "physicalType": "decimal(18,2)"},
+        {"name": "status", "logicalType": "string"},
+        {"name": "updated_at", "logicalType": "timestamp"},
+    ],
+}
+
+
+def dag_entry(
+    dag_id: str = "sales.orders",
+    *,
+    domain: str = "sales",
+    producer: dict[str, Any] | None = None,
+    datasets: list[dict[str, Any]] | None = None,
+    on_failure: str = "block_publish",
+    **runtime: Any,
+) -> dict[str, Any]:
+    """One manifest ``dags[]`` entry with a runtime section."""
+    if datasets is None:
+        datasets = [
+            {
+                "name": "orders",
+                "asset": f"{domain}.orders",
+                "layer": "curated",
+                "uri": f"x-datalake://curated/{domain}/orders",
+                "schema": copy.deepcopy(ORDERS_SCHEMA),
+                "quality": [
+                    {
+                        "name": "order_id_not_null",
+                        "metric": "nullValues",
+                        "column": "order_id",
+                        "mustBe": 0,
+                        "severity": "error",
+                    },
+                    {"name": "rowCount", "metric": "rowCount", "mustBeGreaterThan": 0, "severity": "warning"},
+                ],
+            }
+        ]
+    body: dict[str, Any] = {
+        "kind": "TransformContract",
+        "domain": domain,
+        "on_failure": on_failure,
+        "datasets": datasets,
+        "upstreams": [],
+        "producer": producer
+        or {
+            "type": "sql",
+            "path": "sql/x.sql",
+            "sql": "select 'o1' as order_id, 1.50 as amount, 'open' as status, timestamp '2026-01-01 00:00:00' as updated_at",
+        },
+        "warehouse_conn_id": "warehouse",
+    }
+    body.update(runtime)
+    return {"dag_id": dag_id, "contract_version": "1.0.0", "contract": f"contracts/{dag_id}.yaml", "runtime": body}
+
+
+def write_manifest(root: Path, dags: list[dict[str, Any]]) -> str:
+    """Write ``<root>/generated/manifest.json`` holding ``dags``; return its path."""
+    path = root / "generated" / "manifest.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    manifest = {
+        "manifestVersion": 1,
+        "compiler": {"name": "contract-assets", "version": "0.1.0"},
+        "lineage": {"namespace": "test"},
+        "assets": [],
+        "edges": [],
+        "dags": dags,
+    }
+    path.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    return str(path)

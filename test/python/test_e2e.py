@@ -1,0 +1,395 @@
+"""End to end: every bundled DAG in real Airflow 3.2, on the embedded DuckDB warehouse and the
+bundled sample data, then seeded quality failures in a copy of the project.
+
+Setup (once per module):
+
+- ``airflow db migrate`` once into a template ``AIRFLOW_HOME`` (SQLite); each run gets a fresh
+  home holding a copy of that metadata DB.
+- Environment of every Airflow process: ``AIRFLOW__CORE__DAGS_FOLDER=<project>/generated/dags``,
+  ``CONTRACT_ASSETS_WAREHOUSE`` = a DuckDB file in the home (no ``warehouse`` connection is
+  defined, so the embedded default is used), ``PYTHONPATH=<project>/orchestration/jobs`` for
+  the python producer, ``PATH`` starting with the venv and ``test/python/shims`` (the
+  ``dbt-warehouse-shim`` stand-in for the ``dbt`` command family), and the OpenLineage file
+  transport into the home (``lineage.jsonl``).
+
+Main run: ``scripts/localrun.py run`` runs every DAG in dependency order (derived from the
+manifest's edges) with ``DAG.test()`` in one process, the call ``airflow dags test`` makes.
+Seeded run: a copy of the project gets a failing ``error`` rule (billing.invoices_raw,
+``block_publish``), a failing ``warning`` rule (crm.accounts_raw) and a failing ``error`` rule
+under ``quarantine`` (revrec.monthly); it is recompiled with the CLI and run on a copy of the
+main run's warehouse; the blocked DAG goes through the real ``airflow dags test`` command.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+VENV_BIN = Path(sys.executable).parent
+SHIMS = Path(__file__).resolve().parent / "shims"
+LOCALRUN = REPO / "scripts" / "localrun.py"
+LOGICAL_DATE = "2026-04-15T00:00:00+00:00"
+TIMEOUT = 900
+
+#: Rows each published table holds after the main run, from the bundled sample data.
+EXPECTED_ROWS = {
+    "billing.credit_notes_raw": 20,
+    "billing.invoice_lines_raw": 49,
+    "billing.invoices_raw": 38,
+    "billing.payments_raw": 29,
+    "crm.accounts_raw": 22,
+    "crm.contracts_raw": 24,
+    "finance.contracts_curated": 24,
+    "finance.fiscal_calendar": 24,
+    "finance.invoices_curated": 37,
+    "finance.billings_by_contract": 37,
+    "revrec.revenue_schedule": 436,
+    "revrec.deferred_revenue_balance": 77,
+    "revrec.close_summary": 23,
+}
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def airflow_env(home: Path, project: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW__", "OPENLINEAGE", "CONTRACT_ASSETS_"))}
+    env.pop("AIRFLOW_CONFIG", None)
+    env.update(
+        AIRFLOW_HOME=str(home),
+        AIRFLOW__CORE__LOAD_EXAMPLES="False",
+        AIRFLOW__CORE__DAGS_FOLDER=str(project / "generated" / "dags"),
+        CONTRACT_ASSETS_WAREHOUSE=str(home / "warehouse.duckdb"),
+        PYTHONPATH=str(project / "orchestration" / "jobs"),
+        PATH=os.pathsep.join([str(VENV_BIN), str(SHIMS), os.environ.get("PATH", "")]),
+        OPENLINEAGE__TRANSPORT__TYPE="file",
+        OPENLINEAGE__TRANSPORT__LOG_FILE_PATH=str(home / "lineage.jsonl"),
+        OPENLINEAGE__TRANSPORT__APPEND="true",
+        PYTHONDONTWRITEBYTECODE="1",
+    )
+    return env
+
+
+def new_home(base: Path, name: str, template_db: Path) -> Path:
+    home = base / name
+    home.mkdir()
+    shutil.copy2(template_db, home / "airflow.db")
+    return home
+
+
+def localrun(home: Path, project: Path, *extra: str) -> dict[str, Any]:
+    proc = subprocess.run(
+        [sys.executable, str(LOCALRUN), "run", "--project", str(project), "--logical-date", LOGICAL_DATE, *extra],
+        env=airflow_env(home, project),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    (home / "localrun.log").write_text(proc.stdout + proc.stderr)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, (
+        f"localrun failed (rc {proc.returncode}); log: {home / 'localrun.log'}\n{proc.stderr[-3000:]}"
+    )
+    return json.loads(lines[-1][len("RESULT ") :])
+
+
+def asset_events(home: Path) -> list[dict[str, Any]]:
+    con = sqlite3.connect(f"file:{home / 'airflow.db'}?mode=ro", uri=True)
+    try:
+        rows = con.execute(
+            "select a.name, e.extra, e.source_dag_id, e.source_task_id, e.source_run_id "
+            "from asset_event e join asset a on a.id = e.asset_id order by e.id"
+        ).fetchall()
+    finally:
+        con.close()
+    return [
+        {"asset": r[0], "extra": json.loads(r[1]) if r[1] else {}, "dag_id": r[2], "task_id": r[3], "run_id": r[4]}
+        for r in rows
+    ]
+
+
+def xcom_value(home: Path, dag_id: str, task_id: str, key: str) -> Any:
+    con = sqlite3.connect(f"file:{home / 'airflow.db'}?mode=ro", uri=True)
+    try:
+        row = con.execute(
+            "select value from xcom where dag_id = ? and task_id = ? and key = ?", (dag_id, task_id, key)
+        ).fetchone()
+    finally:
+        con.close()
+    if row is None:
+        return None
+    value = json.loads(row[0]) if isinstance(row[0], (str, bytes)) else row[0]
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def warehouse(path: Path) -> Any:
+    import duckdb
+
+    return duckdb.connect(str(path), read_only=True)
+
+
+def table_rows(path: Path, table: str) -> list[tuple[Any, ...]] | None:
+    schema, name = table.split(".", 1)
+    con = warehouse(path)
+    try:
+        exists = con.execute(
+            "select count(*) from information_schema.tables where table_schema = ? and table_name = ?", [schema, name]
+        ).fetchone()[0]
+        if not exists:
+            return None
+        return sorted(con.execute(f'select * from "{schema}"."{name}"').fetchall(), key=repr)
+    finally:
+        con.close()
+
+
+def tables_in(path: Path, schema: str) -> dict[str, int]:
+    con = warehouse(path)
+    try:
+        names = [
+            r[0]
+            for r in con.execute(
+                "select table_name from information_schema.tables where table_schema = ? order by 1", [schema]
+            ).fetchall()
+        ]
+        return {n: con.execute(f'select count(*) from "{schema}"."{n}"').fetchone()[0] for n in names}
+    finally:
+        con.close()
+
+
+# ---------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("e2e")
+
+
+@pytest.fixture(scope="module")
+def template_db(workdir: Path) -> Path:
+    home = workdir / "template-home"
+    home.mkdir()
+    env = airflow_env(home, REPO)
+    proc = subprocess.run(
+        [str(VENV_BIN / "airflow"), "db", "migrate"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    return home / "airflow.db"
+
+
+@pytest.fixture(scope="module")
+def manifest() -> dict[str, Any]:
+    return json.loads((REPO / "generated" / "manifest.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def main_run(workdir: Path, template_db: Path) -> dict[str, Any]:
+    home = new_home(workdir, "main-home", template_db)
+    result = localrun(home, REPO)
+    return {"home": home, "warehouse": home / "warehouse.duckdb", "result": result, "events": asset_events(home)}
+
+
+SEEDS = {
+    "contracts/billing/invoices_raw.yaml": "{name: seeded_error, metric: rowCount, mustBeLessThan: 1, severity: error}",
+    "contracts/crm/accounts_raw.yaml": "{name: seeded_warning, metric: rowCount, mustBeLessThan: 1, severity: warning}",
+    "contracts/revrec/monthly.yaml": '{name: seeded_quarantine, type: sql, query: "select count(*) from {dataset}", mustBe: 0, severity: error}',
+}
+
+
+def seed_project(dest: Path) -> None:
+    """Copy the project's inputs to ``dest`` and add one failing rule to three contracts."""
+    for part in ("contracts", "sql", "orchestration/airflow", "orchestration/sample_data", "orchestration/jobs"):
+        shutil.copytree(REPO / part, dest / part, ignore=shutil.ignore_patterns("__pycache__"))
+    for rel, rule in SEEDS.items():
+        path = dest / rel
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        at = next(i for i, line in enumerate(lines) if line.strip() == "quality:")
+        indent = len(lines[at]) - len(lines[at].lstrip()) + 2
+        lines.insert(at + 1, " " * indent + "- " + rule + "\n")
+        path.write_text("".join(lines), encoding="utf-8")
+    proc = subprocess.run(
+        ["node", str(REPO / "bin" / "contract-assets.js"), "compile", "--root", str(dest)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.fixture(scope="module")
+def seeded_run(workdir: Path, template_db: Path, main_run: dict[str, Any]) -> dict[str, Any]:
+    project = workdir / "seeded-project"
+    seed_project(project)
+    home = new_home(workdir, "seeded-home", template_db)
+    shutil.copy2(main_run["warehouse"], home / "warehouse.duckdb")
+    result = localrun(home, project, "--no-seed", "--only", "crm.accounts_raw", "revrec.monthly")
+    cli = subprocess.run(
+        [str(VENV_BIN / "airflow"), "dags", "test", "billing.invoices_raw", LOGICAL_DATE],
+        env=airflow_env(home, project),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    (home / "dags-test.log").write_text(cli.stdout + cli.stderr)
+    return {
+        "home": home,
+        "project": project,
+        "warehouse": home / "warehouse.duckdb",
+        "result": result,
+        "cli": cli,
+        "events": asset_events(home),
+    }
+
+
+# ---------------------------------------------------------------------- main run
+
+
+def test_every_dag_runs_in_dependency_order(main_run: dict[str, Any], manifest: dict[str, Any]) -> None:
+    order = main_run["result"]["order"]
+    assert sorted(order) == sorted(d["dag_id"] for d in manifest["dags"])
+    producer = {a["name"]: a["producer"] for a in manifest["assets"]}
+    for edge in manifest["edges"]:
+        if producer.get(edge["from"]) and edge["via"] in order:  # a draft contract has edges, no DAG
+            assert order.index(producer[edge["from"]]) < order.index(edge["via"]), edge
+    states = {d: r["state"] for d, r in main_run["result"]["runs"].items()}
+    assert states == {d: "success" for d in order}, f"see {main_run['home'] / 'localrun.log'}"
+
+
+def test_published_tables_and_row_counts(main_run: dict[str, Any], manifest: dict[str, Any]) -> None:
+    produced = sorted(a["name"] for a in manifest["assets"] if a["producer"])
+    assert produced == sorted(EXPECTED_ROWS)
+    for table, count in EXPECTED_ROWS.items():
+        rows = table_rows(main_run["warehouse"], table)
+        assert rows is not None, f"{table} was not published"
+        assert len(rows) == count, table
+    # raw tables hold exactly the sample files' rows
+    for dag in manifest["dags"]:
+        sample = dag["runtime"].get("sample_data")
+        if sample:
+            lines = [line for line in (REPO / sample).read_text(encoding="utf-8").splitlines() if line.strip()]
+            data_rows = len(lines) - (1 if sample.endswith(".csv") else 0)
+            assert EXPECTED_ROWS[dag["outlets"][0]] == data_rows, sample
+    assert tables_in(main_run["warehouse"], "_ca_staging") == {}
+    assert tables_in(main_run["warehouse"], "_ca_quarantine") == {}
+    watermarks = tables_in(main_run["warehouse"], "_ca_state")
+    assert set(watermarks) == {"watermarks", "publications"} and watermarks["watermarks"] == 3
+
+
+def test_one_asset_event_per_published_dataset(main_run: dict[str, Any], manifest: dict[str, Any]) -> None:
+    events = main_run["events"]
+    counts = Counter(e["asset"] for e in events)
+    assert counts == Counter({name: 1 for name in EXPECTED_ROWS}), counts
+    dags = {d["dag_id"]: d for d in manifest["dags"]}
+    for ev in events:
+        dag = dags[ev["dag_id"]]
+        assert ev["task_id"] == "publish" and ev["asset"] in dag["outlets"]
+        extra = ev["extra"]
+        assert set(extra) == {"row_count", "quality_status", "failed_rules", "contract_id", "contract_version"}
+        assert extra["row_count"] == EXPECTED_ROWS[ev["asset"]]
+        assert extra["contract_id"] == dag["dag_id"] and extra["contract_version"] == dag["contract_version"]
+        assert extra["quality_status"] in ("passed", "degraded")
+        assert (extra["quality_status"] == "degraded") == bool(extra["failed_rules"])
+        warning_names = {
+            q["name"] for ds in dag["runtime"]["datasets"] for q in ds["quality"] if q["severity"] == "warning"
+        }
+        assert set(extra["failed_rules"]) <= warning_names
+    # the bundled data has unbilled revenue: the balance's warning rule degrades it, as designed
+    balance = next(e for e in events if e["asset"] == "revrec.deferred_revenue_balance")["extra"]
+    assert balance["quality_status"] == "degraded" and balance["failed_rules"] == ["no_unbilled_revenue"]
+
+
+def test_audit_verdict_is_in_xcom(main_run: dict[str, Any]) -> None:
+    verdict = xcom_value(main_run["home"], "finance.billings_by_contract", "audit", "quality")
+    assert verdict["status"] == "passed"
+    assert [r["name"] for r in verdict["datasets"][0]["results"]] == [
+        "nullValues_contract_id",
+        "every_month_converted",
+        "one_row_per_contract_month",
+        "credits_within_billings",
+        "rowCount",
+    ]
+
+
+def test_lineage_file_transport_received_events(main_run: dict[str, Any]) -> None:
+    """The runtime and the provider send to the transport the environment configures (here a
+    file); event content is test_lineage*'s business."""
+    path = main_run["home"] / "lineage.jsonl"
+    if not path.exists():
+        pytest.skip("no lineage events written (contract_runtime.lineage absent or disabled)")
+    events = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    assert events and all("eventType" in e for e in events)
+
+
+# ---------------------------------------------------------------------- seeded failures
+
+
+def test_seeded_error_rule_blocks_publish(seeded_run: dict[str, Any], main_run: dict[str, Any]) -> None:
+    cli = seeded_run["cli"]
+    assert cli.returncode != 0 and "DagRun failed" in cli.stdout + cli.stderr, (
+        f"see {seeded_run['home'] / 'dags-test.log'}"
+    )
+    assert not [e for e in seeded_run["events"] if e["asset"] == "billing.invoices_raw"]
+    assert table_rows(seeded_run["warehouse"], "billing.invoices_raw") == table_rows(
+        main_run["warehouse"], "billing.invoices_raw"
+    )
+    verdict = xcom_value(seeded_run["home"], "billing.invoices_raw", "audit", "quality")
+    assert verdict["status"] == "blocked" and verdict["datasets"][0]["failed_errors"] == ["seeded_error"]
+    con = warehouse(seeded_run["warehouse"])
+    try:
+        wm = con.execute(
+            "select watermark_value, run_id from _ca_state.watermarks where contract_id = 'billing.invoices_raw'"
+        ).fetchall()
+        published = con.execute(
+            "select count(*) from _ca_state.publications where contract_id = 'billing.invoices_raw'"
+        ).fetchone()[0]
+    finally:
+        con.close()
+    assert len(wm) == 1 and wm[0][1] == main_run["result"]["runs"]["billing.invoices_raw"]["run_id"]  # not advanced
+    assert published == 1  # only the main run's publication
+    assert tables_in(seeded_run["warehouse"], "_ca_staging") == {}
+
+
+def test_seeded_warning_rule_publishes_degraded(seeded_run: dict[str, Any]) -> None:
+    assert seeded_run["result"]["runs"]["crm.accounts_raw"]["state"] == "success"
+    events = [e for e in seeded_run["events"] if e["asset"] == "crm.accounts_raw"]
+    assert len(events) == 1
+    assert events[0]["extra"] == {
+        "row_count": 22,
+        "quality_status": "degraded",
+        "failed_rules": ["seeded_warning"],
+        "contract_id": "crm.accounts_raw",
+        "contract_version": events[0]["extra"]["contract_version"],
+    }
+    assert len(table_rows(seeded_run["warehouse"], "crm.accounts_raw") or []) == 22
+
+
+def test_seeded_quarantine_leaves_targets_and_fills_quarantine(
+    seeded_run: dict[str, Any], main_run: dict[str, Any]
+) -> None:
+    assert seeded_run["result"]["runs"]["revrec.monthly"]["state"] == "failed"
+    assert not [e for e in seeded_run["events"] if e["asset"].startswith("revrec.")]
+    for table in ("revrec.revenue_schedule", "revrec.deferred_revenue_balance"):
+        assert table_rows(seeded_run["warehouse"], table) == table_rows(main_run["warehouse"], table), table
+    quarantined = tables_in(seeded_run["warehouse"], "_ca_quarantine")
+    by_dataset = {name.split("__")[1]: rows for name, rows in quarantined.items()}
+    assert by_dataset == {"revenue_schedule": 436, "deferred_revenue_balance": 77}, quarantined
+    verdict = xcom_value(seeded_run["home"], "revrec.monthly", "audit", "quality")
+    assert verdict["status"] == "quarantined" and verdict["datasets"][0]["failed_errors"] == ["seeded_quarantine"]
+    assert sorted(q["table"].split(".", 1)[1] for q in verdict["quarantine"]) == sorted(quarantined)

@@ -1,0 +1,249 @@
+"""The warehouse through a common-sql connection, against a real PostgreSQL server.
+
+The fixture starts a throw-away server: ``initdb`` into a temporary folder and ``pg_ctl start``
+on 127.0.0.1 and a free port (as the ``postgres`` system user via ``runuser`` when the tests run
+as root, since PostgreSQL refuses to run as root), and stops it at the end. It never assumes a
+server is running. Without PostgreSQL binaries (``scripts/ensure-postgres.sh`` installs them on
+Debian) the module is skipped with that reason.
+
+The Airflow connection is given as ``AIRFLOW_CONN_CA_PG_TEST`` (conn_type ``postgres``), so
+:func:`open_warehouse` goes the ``conn.get_hook()`` way (PostgresHook, psycopg2).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from contract_runtime import stages
+from contract_runtime.quality import evaluate_rule
+from contract_runtime.sqlutil import TableRef, quote_ident
+from contract_runtime.state import get_watermark
+from contract_runtime.warehouse import DbApiWarehouse, Warehouse, open_warehouse
+from runtime_support import dag_entry, run_identity, write_manifest
+
+CONN_ID = "ca_pg_test"
+
+
+def _pg_bin() -> str | None:
+    candidates = sorted(
+        glob.glob("/usr/lib/postgresql/*/bin"), key=lambda p: int(p.split("/")[-2]) if p.split("/")[-2].isdigit() else 0
+    )
+    for d in reversed(candidates):
+        if os.path.exists(os.path.join(d, "initdb")) and os.path.exists(os.path.join(d, "pg_ctl")):
+            return d
+    initdb = shutil.which("initdb")
+    return os.path.dirname(initdb) if initdb and shutil.which("pg_ctl") else None
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def pg_server() -> Iterator[dict[str, Any]]:
+    bin_dir = _pg_bin()
+    if bin_dir is None:
+        pytest.skip("PostgreSQL server binaries not found (run scripts/ensure-postgres.sh: Debian package postgresql)")
+    as_root = os.geteuid() == 0
+    prefix: list[str] = []
+    if as_root:
+        try:
+            pwd.getpwnam("postgres")
+        except KeyError:
+            pytest.skip("running as root and no 'postgres' user to run the server as")
+        prefix = ["runuser", "-u", "postgres", "--"]
+    base = tempfile.mkdtemp(prefix="ca-pg-")
+    data, sock, log = os.path.join(base, "data"), os.path.join(base, "sock"), os.path.join(base, "server.log")
+    os.makedirs(sock)
+    if as_root:
+        os.chmod(base, 0o755)
+        shutil.chown(base, "postgres")
+        shutil.chown(sock, "postgres")
+    port = _free_port()
+    run = lambda *cmd: subprocess.run([*prefix, *cmd], check=True, capture_output=True, text=True)
+    try:
+        run(os.path.join(bin_dir, "initdb"), "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync")
+        run(
+            os.path.join(bin_dir, "pg_ctl"),
+            "-D",
+            data,
+            "-l",
+            log,
+            "-w",
+            "-t",
+            "60",
+            "start",
+            "-o",
+            f"-p {port} -k {sock} -c listen_addresses=127.0.0.1 -c fsync=off",
+        )
+    except subprocess.CalledProcessError as exc:
+        shutil.rmtree(base, ignore_errors=True)
+        pytest.fail(f"could not start PostgreSQL: {exc.stderr or exc.stdout}")
+    uri = f"postgres://postgres@127.0.0.1:{port}/postgres"
+    try:
+        yield {"uri": uri, "port": port}
+    finally:
+        subprocess.run(
+            [*prefix, os.path.join(bin_dir, "pg_ctl"), "-D", data, "-m", "immediate", "-w", "stop"],
+            capture_output=True,
+            check=False,
+        )
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def pg(pg_server: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> Iterator[Warehouse]:
+    monkeypatch.setenv(f"AIRFLOW_CONN_{CONN_ID.upper()}", pg_server["uri"])
+    wh = open_warehouse(CONN_ID)
+    # a clean database per test
+    for (schema,) in wh.fetch(
+        "select nspname from pg_namespace where nspname not like 'pg\\_%' and nspname not in ('information_schema', 'public')"
+    ):
+        wh.execute(f"drop schema {quote_ident(schema)} cascade")
+    wh.execute("drop table if exists public.victims")
+    yield wh
+    wh.close()
+
+
+def test_selection_uses_the_connection_hook(pg: Warehouse) -> None:
+    assert isinstance(pg, DbApiWarehouse) and pg.dialect == "postgres"
+    assert "PostgresHook" in type(pg.hook).__name__
+    assert pg.env() == {"CONTRACT_ASSETS_WAREHOUSE_KIND": "postgres", "CONTRACT_ASSETS_WAREHOUSE_CONN_ID": CONN_ID}
+    assert pg.scalar("select ? + ?", [1, 2]) == 3
+
+
+@pytest.mark.parametrize("name", ['x"; drop table public.victims; --', "percent%s?", "it's", "MiXeD case"])
+def test_hostile_identifiers(pg: Warehouse, name: str) -> None:
+    pg.execute("create table public.victims (v int)")
+    t = TableRef(name, name)
+    pg.create_table(t, [(name, "TEXT"), ("n", "INTEGER")])
+    pg.insert_rows(t, [name, "n"], [("a", 1), (name, 2)])
+    assert pg.table_exists(t) and [c.name for c in pg.columns(t)] == [name, "n"]
+    assert pg.scalar(f"select count(*) from {t.sql} where {quote_ident(name)} = ?", [name]) == 1
+    assert pg.table_exists(TableRef("public", "victims"))
+
+
+def test_swap_is_one_transaction(pg: Warehouse) -> None:
+    t1, s1 = TableRef("sales", "a"), TableRef("_ca_staging", "sales__a__x")
+    t2, s2 = TableRef("sales", "b"), TableRef("_ca_staging", "sales__b__x")
+    for t, v in ((t1, 1), (t2, 2), (s1, 10), (s2, 20)):
+        pg.create_table(t, [("v", "INTEGER")])
+        pg.insert_rows(t, ["v"], [(v,)])
+
+    def boom(tx: Warehouse) -> None:
+        assert tx.scalar(f"select v from {t2.sql}") == 20
+        raise RuntimeError("crash before commit")
+
+    with pytest.raises(RuntimeError):
+        pg.swap([(s1, t1), (s2, t2)], before_commit=boom)
+    assert pg.scalar(f"select v from {t1.sql}") == 1 and pg.scalar(f"select v from {t2.sql}") == 2
+    assert pg.table_exists(s1) and pg.table_exists(s2)
+    pg.swap([(s1, t1), (s2, t2)])
+    assert pg.scalar(f"select v from {t1.sql}") == 10 and pg.scalar(f"select v from {t2.sql}") == 20
+    assert pg.list_tables("_ca_staging") == []
+    # a reader in another connection sees the old or the new table, never none
+    other = open_warehouse(CONN_ID)
+    try:
+        assert other.scalar(f"select v from {t1.sql}") == 10
+    finally:
+        other.close()
+
+
+def test_quality_metrics_on_postgres(pg: Warehouse) -> None:
+    t = TableRef("sales", "q")
+    pg.create_table(t, [("id", "TEXT"), ("n", "INTEGER"), ("status", "TEXT")])
+    pg.insert_rows(t, ["id", "n", "status"], [("a", 1, "open"), ("a", 2, ""), (None, 3, None), ("b", None, "bad")])
+
+    def check(rule: dict[str, Any]) -> Any:
+        return evaluate_rule(pg, t, {"name": "r", "severity": "error", **rule})["actual"]
+
+    assert check({"metric": "nullValues", "column": "id", "mustBe": 0}) == 1
+    assert check({"metric": "missingValues", "column": "status", "mustBe": 0}) == 2
+    assert check({"metric": "missingValues", "column": "n", "missingValues": [None, 3], "mustBe": 0}) == 2
+    assert check({"metric": "invalidValues", "column": "status", "validValues": ["open"], "mustBe": 0}) == 2
+    assert check({"metric": "duplicateValues", "column": "id", "mustBe": 0}) == 1
+    assert check({"metric": "rowCount", "mustBe": 4}) == 4
+    assert check({"metric": "nullValues", "column": "id", "unit": "percent", "mustBe": 25}) == 25
+    assert check({"type": "sql", "query": "select sum(n) from {dataset}", "mustBe": 6}) == 6
+
+
+def test_write_audit_publish_and_watermark_on_postgres(
+    pg: Warehouse, pg_server: dict[str, Any], tmp_path: Path
+) -> None:
+    (tmp_path / "data").mkdir()
+    csv = tmp_path / "data" / "orders.csv"
+    csv.write_text(
+        "order_id,amount,status,updated_at\n001,1.50,open,2026-01-01T10:00:00Z\n002,2.00,open,2026-01-02T10:00:00Z\n"
+    )
+    dag = dag_entry(
+        "sales.orders_raw",
+        producer={"type": "load"},
+        warehouse_conn_id=CONN_ID,
+        kind="IngestionContract",
+        mode="load",
+        source={"name": "shop.export", "uri": "s3://b/orders", "format": "csv", "system": "shop"},
+        sample_data="data/orders.csv",
+        incremental={"watermark": "updated_at"},
+    )
+    manifest = write_manifest(tmp_path, [dag])
+
+    def opener(conn_id: str | None) -> Warehouse:
+        return open_warehouse(conn_id)
+
+    def wap(run_id: str) -> list[dict[str, Any]]:
+        run = run_identity("sales.orders_raw", run_id=run_id)
+        stages.produce(manifest, "sales.orders_raw", run, opener=opener)
+        summary = stages.audit(manifest, "sales.orders_raw", run, opener=opener)
+        return stages.publish(manifest, "sales.orders_raw", run, summary, opener=opener)
+
+    out = wap("pg-run-1")
+    assert out[0]["row_count"] == 2 and out[0]["quality_status"] == "passed"
+    assert {c["name"]: c["type"] for c in out[0]["columns"]}["amount"] == "numeric"
+    assert pg.fetch("select order_id, amount from sales.orders order by 1") == [
+        ("001", Decimal("1.50")),
+        ("002", Decimal("2.00")),
+    ]
+    wm = get_watermark(pg, "sales.orders_raw", "orders")
+    assert wm is not None and wm[1].startswith("2026-01-02 10:00:00")
+
+    csv.write_text(csv.read_text() + "002,2.00,paid,2026-01-03T10:00:00Z\n003,3.00,open,2026-01-04T10:00:00Z\n")
+    out = wap("pg-run-2")
+    assert out[0]["row_count"] == 3
+    assert pg.fetch("select order_id, status from sales.orders order by 1") == [
+        ("001", "open"),
+        ("002", "paid"),
+        ("003", "open"),
+    ]
+    assert get_watermark(pg, "sales.orders_raw", "orders")[1].startswith("2026-01-04 10:00:00")  # type: ignore[index]
+
+
+def test_sql_producer_and_quarantine_on_postgres(pg: Warehouse, tmp_path: Path) -> None:
+    pg.create_table(TableRef("shop", "src"), [("id", "TEXT")])
+    pg.insert_rows(TableRef("shop", "src"), ["id"], [("a",), (None,)])
+    sql = "select id as order_id, cast(1.5 as numeric(18,2)) as amount, 'open' as status, now() as updated_at from shop.src"
+    dag = dag_entry(
+        producer={"type": "sql", "path": "x.sql", "sql": sql}, on_failure="quarantine", warehouse_conn_id=CONN_ID
+    )
+    manifest = write_manifest(tmp_path, [dag])
+    run = run_identity(run_id="pg-q")
+    stages.produce(manifest, "sales.orders", run, opener=open_warehouse)
+    with pytest.raises(stages.QualityGateFailed) as info:
+        stages.audit(manifest, "sales.orders", run, opener=open_warehouse)
+    q = info.value.summary["quarantine"][0]
+    assert q["row_count"] == 2 and q["table"].startswith("_ca_quarantine.sales__orders__")
+    assert not pg.table_exists(TableRef("sales", "orders"))
+    assert pg.list_tables("_ca_staging") == []
+    assert pg.row_count(TableRef(*q["table"].split(".", 1))) == 2
