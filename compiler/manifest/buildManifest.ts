@@ -29,6 +29,11 @@ export interface ManifestAsset {
   quality: unknown[];
   /** Old names this asset declares it replaces (`renamed_from`), sorted. */
   renamed_from: string[];
+  /**
+   * For an external asset: the project-relative file that stands in for it in local runs, from the
+   * orchestration config's `sample_data` (absent when the config names none).
+   */
+  sample_data?: string;
 }
 
 export interface Manifest {
@@ -65,6 +70,7 @@ export function buildManifest(project: LinkedProject, graph: AssetGraph, dags: D
       quality: qualityNames(dataset?.quality ?? []).map((name, i) => ({ ...dataset!.quality![i], name, severity: dataset!.quality![i]!.severity ?? "error" })),
       // Sort for determinism.
       renamed_from: [...(dataset?.renamed_from ?? [])].sort(compareStrings),
+      ...(a.external && project.config.sampleData.has(a.name) ? { sample_data: project.config.sampleData.get(a.name)! } : {}),
     });
   }
   // Sort for determinism.
