@@ -1,3 +1,4 @@
+import fs from "node:fs";
 import path from "node:path";
 import { Command, Option } from "commander";
 import type { GraphFormat } from "./report/describeGraph.js";
@@ -16,8 +17,20 @@ interface CommonOptions {
   debug?: boolean;
 }
 
+/** A usage error: one line on stderr, exit 2 (thrown through `guarded`). */
+class UsageError extends Error {}
+
 function rootOf(options: CommonOptions): string {
-  return path.resolve(options.root ?? process.cwd());
+  if (options.root === "") throw new UsageError("--root needs a folder");
+  const root = path.resolve(options.root ?? process.cwd());
+  let isFolder = false;
+  try {
+    isFolder = fs.statSync(root).isDirectory();
+  } catch {
+    // Reported below.
+  }
+  if (!isFolder) throw new UsageError(`the project root ${JSON.stringify(options.root ?? root)} is not a folder`);
+  return root;
 }
 
 /**
@@ -28,6 +41,11 @@ export async function guarded(options: CommonOptions, body: () => Promise<number
   try {
     process.exitCode = await body();
   } catch (error) {
+    if (error instanceof UsageError) {
+      process.stderr.write(`contract-assets: ${error.message}\n`);
+      process.exitCode = EXIT_INTERNAL;
+      return;
+    }
     const message = error instanceof Error ? error.message : String(error);
     process.stderr.write(`contract-assets: internal error: ${message.split("\n")[0]} (${REPORT_HINT})\n`);
     if (options.debug && error instanceof Error && error.stack) process.stderr.write(error.stack + "\n");
@@ -82,7 +100,9 @@ async function compileCommand(options: CompileFlags, mode: "compile" | "validate
   const wantsDiff = mode === "diff" || options.diff === true || options.against !== undefined;
   const previous = wantsDiff ? await previousState(layout, options.against) : undefined;
   if (previous?.diagnostic) {
-    process.stderr.write(formatDiagnostics([previous.diagnostic], "text", () => undefined));
+    const text = formatDiagnostics([previous.diagnostic], options.format ?? "text", () => undefined);
+    if ((options.format ?? "text") === "text") process.stderr.write(text);
+    else process.stdout.write(text);
     return EXIT_INPUT;
   }
   const result = compileProject(layout, previous?.manifest ? { previousManifest: previous.manifest } : {});
@@ -91,6 +111,7 @@ async function compileCommand(options: CompileFlags, mode: "compile" | "validate
   if (!hasErrors(diagnostics) && mode === "compile" && result.files) {
     const written = writeOutputs(layout, result.files, { check: options.check ?? false });
     diagnostics = sortDiagnostics([...diagnostics, ...written.diagnostics]);
+    const failed = written.diagnostics.some((d) => d.code === "CA9003");
     const r = written.value;
     const dags = result.manifest?.dags.length ?? 0;
     const assets = result.manifest?.assets.length ?? 0;
@@ -98,7 +119,9 @@ async function compileCommand(options: CompileFlags, mode: "compile" | "validate
       ? hasErrors(diagnostics)
         ? `${layout.outDir}/ is out of date: ${r.written.length + r.deleted.length} file(s) differ\n`
         : `${layout.outDir}/ is up to date (${dags} DAGs, ${assets} assets)\n`
-      : `compiled ${dags} DAGs and ${assets} assets: ${r.written.length} written, ${r.deleted.length} deleted, ${r.unchanged.length} unchanged\n`;
+      : failed
+        ? `${layout.outDir}/ could not be written: ${r.written.length} written, ${r.deleted.length} deleted before the failure\n`
+        : `compiled ${dags} DAGs and ${assets} assets: ${r.written.length} written, ${r.deleted.length} deleted, ${r.unchanged.length} unchanged\n`;
   } else if (!hasErrors(diagnostics) && mode === "validate") {
     summary = `valid: ${result.project?.contracts.length ?? 0} contracts, ${result.project?.assets.size ?? 0} assets\n`;
   }
@@ -229,5 +252,12 @@ export function buildProgram(): Command {
 
 /** Entry point of the `contract-assets` bin. */
 export async function main(argv: string[]): Promise<void> {
+  // A closed pipe (`contract-assets graph | head`) ends the output, not the process with a trace.
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on("error", (error: NodeJS.ErrnoException) => {
+      if (error.code === "EPIPE") process.exit(process.exitCode ?? EXIT_OK);
+      throw error;
+    });
+  }
   await buildProgram().parseAsync(argv);
 }

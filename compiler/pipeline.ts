@@ -28,9 +28,19 @@ export interface CompileResult {
   diff?: ManifestDiff;
 }
 
-/** Reads a previous manifest; undefined when absent, unreadable or of an unknown version. */
-export function readManifest(file: SourceFile | undefined): Manifest | undefined {
-  return file ? parseManifest(file.text).manifest : undefined;
+/**
+ * The previous manifest of the output folder, or a warning (CA7002 as a warning) when it exists
+ * but cannot be used: the compile goes on without a diff and rewrites it.
+ */
+function previousManifestOf(file: SourceFile | undefined, diagnostics: Diagnostic[]): Manifest | undefined {
+  if (!file) return undefined;
+  const { manifest, problem } = parseManifest(file.text);
+  if (!manifest) {
+    diagnostics.push(
+      createDiagnostic(Diagnostics.PreviousManifestUnreadable, { path: file.path, detail: `${problem}; it is ignored and rewritten` }, { file: file.path, line: 1, column: 1 }, { severity: "warning" }),
+    );
+  }
+  return manifest;
 }
 
 /** Test hooks; production callers pass nothing. */
@@ -67,7 +77,7 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
   const referenced = validated.value.contracts
     .map((c) => c.document)
     .flatMap((c) => (c.kind === "TransformContract" && c.producer.type === "sql" ? [c.producer.path] : []));
-  const previousManifest = readManifest(discovered.value.previousManifest);
+  const previousManifest = options.previousManifest ? undefined : previousManifestOf(discovered.value.previousManifest, diagnostics);
   const producerFiles = readReferencedFiles(layout.root, referenced);
   diagnostics.push(...producerFiles.diagnostics);
   const linked = linkProject(validated.value, {

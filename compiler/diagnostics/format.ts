@@ -9,7 +9,7 @@ export type DiagnosticFormat = "text" | "json" | "github";
 export type SourceLookup = (file: string) => string | undefined;
 
 function where(location: SourceLocation | undefined): string {
-  return location ? `${location.file}:${location.line}:${location.column}` : "contract-assets";
+  return location ? `${printable(location.file)}:${location.line}:${location.column}` : "contract-assets";
 }
 
 /**
@@ -19,17 +19,34 @@ function where(location: SourceLocation | undefined): string {
 export function excerpt(location: SourceLocation, lookup: SourceLookup): string[] {
   const text = lookup(location.file);
   if (text === undefined) return [];
-  const lines = text.split(/\r?\n/);
-  const line = lines[location.line - 1];
-  if (line === undefined) return [];
-  const start = Math.max(0, Math.min(location.column - 1, line.length));
+  const lines = text.split(/\r\n|\r|\n/);
+  const full = lines[location.line - 1];
+  if (full === undefined) return [];
+  // A window around the column: a 1 MiB line must not reach a terminal (or cost time to mask).
+  const from = Math.max(0, location.column - 1 - EXCERPT_BEFORE);
+  const line = full.slice(from, location.column - 1 + EXCERPT_AFTER);
+  const start = Math.max(0, Math.min(location.column - 1 - from, line.length));
   const end =
     location.endLine === location.line && location.endColumn !== undefined
-      ? Math.max(start + 1, Math.min(location.endColumn - 1, line.length))
+      ? Math.max(start + 1, Math.min(location.endColumn - 1 - from, line.length))
       : Math.max(start + 1, line.length);
-  const pad = line.slice(0, start).replace(/[^\t]/g, " ");
+  const clippedBefore = from > 0 ? "..." : "";
+  const clippedAfter = from + line.length < full.length ? "..." : "";
+  const pad = (clippedBefore + line.slice(0, start)).replace(/[^\t]/g, " ");
   const width = Math.max(1, Math.min(end - start, 200));
-  return [`  ${line}`, `  ${pad}^${"~".repeat(width - 1)}`];
+  return [`  ${clippedBefore}${printable(line)}${clippedAfter}`, `  ${pad}^${"~".repeat(width - 1)}`];
+}
+
+const EXCERPT_BEFORE = 120;
+const EXCERPT_AFTER = 200;
+
+/**
+ * Control characters (other than tab) as `\xNN`, so a file name or a source line cannot move the
+ * cursor, colour or split a gcc-style line in a terminal or a CI log.
+ */
+export function printable(text: string): string {
+  // eslint-disable-next-line no-control-regex
+  return text.replace(/[\u0000-\u0008\u000a-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
 }
 
 /**
@@ -39,7 +56,7 @@ export function excerpt(location: SourceLocation, lookup: SourceLookup): string[
 export function formatText(diagnostics: readonly Diagnostic[], lookup: SourceLookup): string {
   const out: string[] = [];
   for (const d of diagnostics) {
-    out.push(`${where(d.location)}: ${d.severity} ${d.code}: ${d.message}`);
+    out.push(`${where(d.location)}: ${d.severity} ${d.code}: ${printable(d.message)}`);
     if (d.location) out.push(...excerpt(d.location, lookup));
     if (d.hint) out.push(`  hint: ${d.hint}`);
     for (const r of d.related) out.push(`${where(r.location)}: note: ${r.message}`);

@@ -114,13 +114,16 @@ export function readSourceFile(root: string, relative: string, diagnostics: Diag
 function listYamlFiles(root: string, folder: string, diagnostics: Diagnostic[]): string[] {
   const absoluteFolder = path.join(root, folder);
   if (!fs.existsSync(absoluteFolder)) return [];
-  const entries = fg.sync("**/*", {
-    cwd: absoluteFolder,
-    onlyFiles: false,
-    followSymbolicLinks: false,
-    dot: false,
-    objectMode: true,
-  });
+  let entries: fg.Entry[];
+  try {
+    entries = fg.sync("**/*", { cwd: absoluteFolder, onlyFiles: false, followSymbolicLinks: false, dot: false, objectMode: true, suppressErrors: false });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? String(error);
+    const at = (error as NodeJS.ErrnoException).path;
+    const relative = at ? relativePosix(root, at) : folder;
+    diagnostics.push(createDiagnostic(Diagnostics.FileUnreadable, { reason: `${code} (a folder that cannot be listed)` }, { file: relative, line: 1, column: 1 }));
+    return [];
+  }
   const realRoot = fs.realpathSync(root);
   const files: string[] = [];
   for (const entry of entries) {

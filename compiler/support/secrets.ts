@@ -6,5 +6,7 @@
  * apply it to every line they emit, message and source excerpt alike.
  */
 export function maskSecrets(text: string): string {
-  return text.replace(/([A-Za-z][A-Za-z0-9+.-]*:\/\/)([^\s/@"'`]+)@/g, "$1***@");
+  // Anchored on "://" so the scan is linear in the text; the user info runs to the last "@" before
+  // the next "/" or line end, so a password holding "@", quotes, spaces, "?" or "#" is masked whole.
+  return text.replace(/:\/\/[^/\n]*@/g, "://***@");
 }

@@ -19,7 +19,7 @@ export interface WriteReport {
 
 function existingOutputs(layout: ProjectLayout): string[] {
   const outDir = path.join(layout.root, layout.outDir);
-  if (!fs.existsSync(outDir)) return [];
+  if (!fs.existsSync(outDir) || !fs.statSync(outDir).isDirectory()) return [];
   // Sort for determinism.
   return fg
     .sync("**/*", { cwd: outDir, onlyFiles: true, dot: true, followSymbolicLinks: false, ignore: ["**/__pycache__/**"] })
@@ -50,51 +50,128 @@ export function planWrite(layout: ProjectLayout, files: FileMap): WriteReport {
   return report;
 }
 
+/** The first folder of `dir` (or `dir` itself) that does not exist yet, to remove on failure. */
+function firstMissing(dir: string): string | undefined {
+  let missing: string | undefined;
+  for (let current = dir; !fs.existsSync(current); current = path.dirname(current)) {
+    missing = current;
+    if (path.dirname(current) === current) break;
+  }
+  return missing;
+}
+
+const at = (file: string) => ({ file, line: 1, column: 1 });
+const reason = (error: unknown): string => (error as NodeJS.ErrnoException).code ?? String(error);
+
+/**
+ * Why the output folder cannot take the planned writes, before anything is touched: the folder is
+ * not a folder, or a target path is taken by something that is not a regular file.
+ */
+function blockers(layout: ProjectLayout, report: WriteReport): Diagnostic[] {
+  const out: Diagnostic[] = [];
+  const outDir = path.join(layout.root, layout.outDir);
+  if (fs.existsSync(outDir) && !fs.statSync(outDir).isDirectory()) {
+    return [createDiagnostic(Diagnostics.WriteFailed, { path: layout.outDir, reason: "it exists and is not a folder" }, at(layout.outDir))];
+  }
+  for (const relative of report.written) {
+    // Every folder on the way must be a folder (or missing), and the target a file (or missing).
+    const parts = relative.split("/");
+    for (let i = 1; i <= parts.length; i++) {
+      const partial = parts.slice(0, i).join("/");
+      let stat: fs.Stats | undefined;
+      try {
+        stat = fs.lstatSync(path.join(layout.root, partial));
+      } catch {
+        break;
+      }
+      const last = i === parts.length;
+      if ((last && !stat.isFile()) || (!last && !stat.isDirectory())) {
+        out.push(createDiagnostic(Diagnostics.WriteFailed, { path: partial, reason: last ? "it is not a regular file" : "it is not a folder" }, at(partial)));
+        break;
+      }
+    }
+  }
+  return out;
+}
+
 /**
  * The write stage: the only stage that writes the disk. Writes only files whose contents changed
  * (a no-op compile keeps every modification time), deletes generated modules that no DAG produces
  * any more (only files that carry the generated header), and reports hand-written files in the
  * output folder without touching them.
  *
- * Atomicity: every changed file is first written beside its target as a temporary file; only
- * when all temporaries exist are they renamed into place (rename is atomic per file on POSIX). If
- * staging fails, the temporaries are removed and nothing in the output folder has changed.
+ * Atomicity: targets are checked first (a folder where a file must go stops everything before any
+ * change); every changed file is then written beside its target as a temporary file, and only when
+ * all temporaries exist are they renamed into place (rename is atomic per file on POSIX). If
+ * staging fails, the temporaries and any folder made for them are removed, so nothing in the
+ * output folder has changed. A failure after that point (a rename or delete refused by the file
+ * system) is reported, never thrown.
  *
  * With `check`, nothing is written: each file that would change is CA9001 (exit 1 in the CLI).
  */
 export function writeOutputs(layout: ProjectLayout, files: FileMap, options: { check: boolean }): StageResult<WriteReport> {
   const diagnostics: Diagnostic[] = [];
-  const report = planWrite(layout, files);
-  for (const f of report.foreign) diagnostics.push(createDiagnostic(Diagnostics.ForeignFileInOutput, { path: f }, undefined));
+  let report: WriteReport;
+  try {
+    report = planWrite(layout, files);
+  } catch (error) {
+    return { value: { written: [], deleted: [], unchanged: [], foreign: [] }, diagnostics: [createDiagnostic(Diagnostics.WriteFailed, { path: layout.outDir, reason: reason(error) }, at(layout.outDir))] };
+  }
+  for (const f of report.foreign) diagnostics.push(createDiagnostic(Diagnostics.ForeignFileInOutput, { path: f }, at(f)));
   if (options.check) {
     for (const f of report.written) {
       const exists = fs.existsSync(path.join(layout.root, f));
-      diagnostics.push(createDiagnostic(Diagnostics.CheckDrift, { path: f, change: exists ? "out of date" : "missing" }, undefined));
+      diagnostics.push(createDiagnostic(Diagnostics.CheckDrift, { path: f, change: exists ? "out of date" : "missing" }, at(f)));
     }
-    for (const f of report.deleted) diagnostics.push(createDiagnostic(Diagnostics.CheckDrift, { path: f, change: "stale (its contract is gone)" }, undefined));
+    for (const f of report.deleted) diagnostics.push(createDiagnostic(Diagnostics.CheckDrift, { path: f, change: "stale (its contract is gone)" }, at(f)));
     return { value: report, diagnostics };
   }
+  const nothing: WriteReport = { ...report, written: [], deleted: [] };
+  const blocked = blockers(layout, report);
+  if (blocked.length) return { value: nothing, diagnostics: [...diagnostics, ...blocked] };
+
   const suffix = `.tmp-${process.pid}-${randomBytes(4).toString("hex")}`;
   const staged: Array<{ temp: string; target: string }> = [];
+  const createdFolders: string[] = [];
+  let current = layout.outDir;
   try {
     for (const relative of report.written) {
+      current = relative;
       const target = path.join(layout.root, relative);
+      const missing = firstMissing(path.dirname(target));
       fs.mkdirSync(path.dirname(target), { recursive: true });
+      if (missing) createdFolders.push(missing);
       const temp = target + suffix;
       fs.writeFileSync(temp, files.get(relative)!, "utf8");
       staged.push({ temp, target });
     }
   } catch (error) {
     for (const s of staged) fs.rmSync(s.temp, { force: true });
-    diagnostics.push(createDiagnostic(Diagnostics.WriteFailed, { path: layout.outDir, reason: (error as NodeJS.ErrnoException).code ?? String(error) }, undefined));
-    return { value: { ...report, written: [], deleted: [] }, diagnostics };
+    for (const folder of createdFolders.reverse()) fs.rmSync(folder, { recursive: true, force: true });
+    diagnostics.push(createDiagnostic(Diagnostics.WriteFailed, { path: current, reason: reason(error) }, at(current)));
+    return { value: nothing, diagnostics };
   }
-  for (const s of staged) fs.renameSync(s.temp, s.target);
+  const done: WriteReport = { ...report, written: [], deleted: [] };
+  for (const s of staged) {
+    const relative = path.relative(layout.root, s.target).split(path.sep).join("/");
+    try {
+      fs.renameSync(s.temp, s.target);
+      done.written.push(relative);
+    } catch (error) {
+      fs.rmSync(s.temp, { force: true });
+      diagnostics.push(createDiagnostic(Diagnostics.WriteFailed, { path: relative, reason: reason(error) }, at(relative)));
+    }
+  }
   for (const relative of report.deleted) {
-    fs.rmSync(path.join(layout.root, relative), { force: true });
-    removeEmptyParents(path.dirname(path.join(layout.root, relative)), path.join(layout.root, layout.outDir));
+    try {
+      fs.rmSync(path.join(layout.root, relative), { force: true });
+      done.deleted.push(relative);
+      removeEmptyParents(path.dirname(path.join(layout.root, relative)), path.join(layout.root, layout.outDir));
+    } catch (error) {
+      diagnostics.push(createDiagnostic(Diagnostics.WriteFailed, { path: relative, reason: reason(error) }, at(relative)));
+    }
   }
-  return { value: report, diagnostics };
+  return { value: done, diagnostics };
 }
 
 function removeEmptyParents(dir: string, stop: string): void {

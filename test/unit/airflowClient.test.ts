@@ -203,9 +203,9 @@ describe("runStaleCommand", () => {
   }
   const MANIFEST = JSON.stringify({
     manifestVersion: 1,
-    assets: [{ name: "a", uri: "x-lake://a", status: "active", renamed_from: [] }],
+    assets: [{ name: "a", uri: "x-lake://a", group: "a", extra: {}, external: false, status: "active", producer: "a", contract: "contracts/a.yaml", schema: null, quality: [], renamed_from: [] }],
     edges: [],
-    dags: [{ dag_id: "a", inlets: [], outlets: ["a"], schedule: { assets: null, cron: null } }],
+    dags: [{ dag_id: "a", inlets: [], outlets: ["a"], schedule: { assets: null, cron: null }, runtime: {} }],
   });
 
   async function run(root: string, airflowUrl: string, env: Record<string, string> = {}, format: "text" | "json" = "json") {
