@@ -197,6 +197,21 @@ export const Diagnostics = {
     "error",
     (a) => `the tag ${q(a.tag)} has ${a.length} characters; Airflow allows at most 100`,
   ),
+  CredentialInText: entry<{ field: string }>(
+    "CA3045",
+    "error",
+    (a) => `${q(a.field)} holds a URI with user info; credentials belong in an Airflow Connection, never in a contract`,
+  ),
+  SourceAsUpstream: entry<{ name: string }>(
+    "CA3046",
+    "error",
+    (a) => `the ingestion source ${q(a.name)} is listed as an upstream of its own contract; the source is read, never waited for`,
+  ),
+  NestedTooDeep: entry<{ field: string; depth: number; limit: number }>(
+    "CA3047",
+    "error",
+    (a) => `${q(a.field)} nests ${a.depth} levels deep; generated Python allows at most ${a.limit}`,
+  ),
   ManualWithSchedule: entry(
     "CA3039",
     "error",
@@ -262,6 +277,11 @@ export const Diagnostics = {
     "CA4016",
     "warning",
     (a) => `the override matches ${q(a.target)}, which no contract declares`,
+  ),
+  ConflictingExternalDeclaration: entry<{ name: string; field: string }>(
+    "CA4019",
+    "error",
+    (a) => `the external asset ${q(a.name)} is declared twice with a different ${a.field}`,
   ),
   TemplatePlaceholder: entry<{ placeholder: string }>(
     "CA4017",

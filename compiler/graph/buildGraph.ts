@@ -32,7 +32,9 @@ export function buildGraph(project: LinkedProject): StageResult<AssetGraph> {
   const byId = new Map(project.contracts.map((c) => [c.contract.id, c]));
   const dependsOn = new Map<string, Array<{ id: string; via: LinkedContract["upstreams"][number] }>>();
   for (const c of project.contracts) {
-    const reads = [...c.upstreams.map((u) => u.asset), ...(c.sourceAsset ? [c.sourceAsset] : [])];
+    // A retired contract reads nothing any more; and an edge needs both ends to be known assets.
+    if (c.status === "retired") continue;
+    const reads = [...c.upstreams.map((u) => u.asset), ...(c.sourceAsset ? [c.sourceAsset] : [])].filter((a) => project.assets.has(a));
     for (const from of reads) {
       for (const out of c.outlets) edges.push({ from, to: out.name, via: c.contract.id });
       if (!consumers.has(from)) consumers.set(from, new Set());
@@ -46,7 +48,8 @@ export function buildGraph(project: LinkedProject): StageResult<AssetGraph> {
     dependsOn.set(c.contract.id, deps);
   }
 
-  // Tarjan's algorithm, iterating ids in sorted order so the cycles found are deterministic.
+  // Tarjan's algorithm, iterative (a chain of 10,000 contracts must not overflow the call stack),
+  // visiting ids in sorted order so the cycles found are deterministic.
   const ids = [...byId.keys()].sort(compareStrings);
   let index = 0;
   const indexes = new Map<string, number>();
@@ -54,30 +57,42 @@ export function buildGraph(project: LinkedProject): StageResult<AssetGraph> {
   const stack: string[] = [];
   const onStack = new Set<string>();
   const components: string[][] = [];
-  const strongConnect = (v: string): void => {
-    indexes.set(v, index);
-    low.set(v, index);
-    index++;
-    stack.push(v);
-    onStack.add(v);
-    for (const { id: w } of dependsOn.get(v) ?? []) {
-      if (!indexes.has(w)) {
-        strongConnect(w);
-        low.set(v, Math.min(low.get(v)!, low.get(w)!));
-      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, indexes.get(w)!));
+  for (const startId of ids) {
+    if (indexes.has(startId)) continue;
+    const frames: Array<{ v: string; next: number }> = [{ v: startId, next: 0 }];
+    indexes.set(startId, index);
+    low.set(startId, index++);
+    stack.push(startId);
+    onStack.add(startId);
+    while (frames.length > 0) {
+      const frame = frames[frames.length - 1]!;
+      const deps = dependsOn.get(frame.v) ?? [];
+      if (frame.next < deps.length) {
+        const w = deps[frame.next++]!.id;
+        if (!indexes.has(w)) {
+          indexes.set(w, index);
+          low.set(w, index++);
+          stack.push(w);
+          onStack.add(w);
+          frames.push({ v: w, next: 0 });
+        } else if (onStack.has(w)) low.set(frame.v, Math.min(low.get(frame.v)!, indexes.get(w)!));
+        continue;
+      }
+      frames.pop();
+      const parent = frames[frames.length - 1];
+      if (parent) low.set(parent.v, Math.min(low.get(parent.v)!, low.get(frame.v)!));
+      if (low.get(frame.v) === indexes.get(frame.v)) {
+        const component: string[] = [];
+        let w: string;
+        do {
+          w = stack.pop()!;
+          onStack.delete(w);
+          component.push(w);
+        } while (w !== frame.v);
+        components.push(component);
+      }
     }
-    if (low.get(v) === indexes.get(v)) {
-      const component: string[] = [];
-      let w: string;
-      do {
-        w = stack.pop()!;
-        onStack.delete(w);
-        component.push(w);
-      } while (w !== v);
-      components.push(component);
-    }
-  };
-  for (const id of ids) if (!indexes.has(id)) strongConnect(id);
+  }
 
   // Tarjan emits components consumers-last in reverse topological order: producers come first.
   const order: string[] = [];
@@ -105,22 +120,26 @@ export function buildGraph(project: LinkedProject): StageResult<AssetGraph> {
   return { value: { edges, order, consumers: consumerMap }, diagnostics };
 }
 
-/** Walks a strongly connected component from `start` into one simple cycle back to `start`. */
+/**
+ * One simple cycle through `start` inside a strongly connected component: a breadth-first search
+ * for the shortest way back to `start` (iterative, so large components cannot overflow the stack).
+ */
 function orderCycle(start: string, members: Set<string>, dependsOn: Map<string, Array<{ id: string }>>): string[] {
-  const path: string[] = [start];
-  const seen = new Set([start]);
-  const walk = (v: string): boolean => {
+  const previous = new Map<string, string>();
+  const queue = [start];
+  for (let head = 0; head < queue.length; head++) {
+    const v = queue[head]!;
     const next = (dependsOn.get(v) ?? []).map((d) => d.id).filter((id) => members.has(id)).sort(compareStrings);
     for (const w of next) {
-      if (w === start) return true;
-      if (seen.has(w)) continue;
-      seen.add(w);
-      path.push(w);
-      if (walk(w)) return true;
-      path.pop();
+      if (w === start) {
+        const path = [v];
+        while (path[0] !== start) path.unshift(previous.get(path[0]!)!);
+        return path;
+      }
+      if (previous.has(w) || w === start) continue;
+      previous.set(w, v);
+      queue.push(w);
     }
-    return false;
-  };
-  walk(start);
-  return path;
+  }
+  return [start];
 }

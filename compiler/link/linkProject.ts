@@ -1,6 +1,7 @@
 import { createDiagnostic, Diagnostics } from "../diagnostics/catalogue.js";
 import type { Diagnostic, SourceLocation, StageResult } from "../diagnostics/diagnostic.js";
 import type { Contract, Dataset, RunSettings, Status } from "../model/contract.js";
+import { canonicalJson } from "../support/canonical-json.js";
 import { compareStrings } from "../support/compare.js";
 import { sha256Hex, gitBlobId } from "../support/hash.js";
 import { suggest } from "../support/suggest.js";
@@ -117,6 +118,16 @@ export function linkProject(validated: ValidatedProject, context: LinkContext): 
           diagnostics.push(
             createDiagnostic(Diagnostics.ConflictingExternal, { name: asset.name, uri: asset.uri, other: existing.uri }, asset.uriLocation, {
               related: [{ message: `declared with ${JSON.stringify(existing.uri)} here`, location: existing.uriLocation }],
+            }),
+          );
+          return;
+        }
+        // The same external twice must be the same Asset: Airflow compares group and extra too.
+        const field = existing.group !== asset.group ? "group (domain)" : canonicalJson(existing.extra) !== canonicalJson(asset.extra) ? "owner or extra" : undefined;
+        if (field) {
+          diagnostics.push(
+            createDiagnostic(Diagnostics.ConflictingExternalDeclaration, { name: asset.name, field }, asset.location, {
+              related: [{ message: "also declared here", location: existing.location }],
             }),
           );
         }

@@ -84,9 +84,13 @@ export function explainAsset(project: LinkedProject, graph: AssetGraph, name: st
     }
     const condition = conditionOf(producer.contract, producer.upstreams.filter((u) => u.trigger).map((u) => u.asset));
     const when: string[] = [];
+    if (producer.status === "retired" || producer.status === "draft") {
+      lines.push(`  runs: never (${producer.status}: no DAG is generated)`);
+    } else {
     if (condition) when.push(`when ${describeCondition(condition)} ${"asset" in condition ? "has" : "have"} new events`);
     if (producer.timetable) when.push(describeCron(producer.timetable.cron, producer.timetable.timezone).replace(/^./, (c) => c.toLowerCase()));
     lines.push(`  runs: ${when.length ? when.join(", or ") : "only when triggered by hand"}`);
+    }
   }
   const consumers = graph.consumers.get(name) ?? [];
   if (consumers.length === 0) lines.push("  consumers: none");
@@ -94,6 +98,7 @@ export function explainAsset(project: LinkedProject, graph: AssetGraph, name: st
     lines.push("  consumers:");
     for (const id of consumers) {
       const c = project.contracts.find((x) => x.contract.id === id)!;
+      if (c.status === "retired") continue;
       const u = c.upstreams.find((x) => x.asset === name);
       lines.push(`    - ${id} (${u ? (u.trigger ? "triggered by it" : "reads it, not triggered") : "reads it as its source"}; ${c.located.source.file.path})`);
     }

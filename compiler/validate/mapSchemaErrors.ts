@@ -159,6 +159,28 @@ export function mapSchemaErrors(doc: ParsedDocument, errors: readonly ErrorObjec
       case "propertyNames":
         // The name itself is reported by the nested pattern error.
         break;
+      case "maxLength":
+      case "minLength":
+      case "maxItems":
+      case "minItems":
+      case "maxProperties":
+      case "minProperties":
+      case "maximum":
+      case "minimum": {
+        const limit = (error.params as { limit: number }).limit;
+        const words: Record<string, string> = {
+          maxLength: `must be at most ${limit} characters long`,
+          minLength: limit === 1 ? "must not be empty" : `must be at least ${limit} characters long`,
+          maxItems: `must list at most ${limit} item${limit === 1 ? "" : "s"}`,
+          minItems: limit === 1 ? "must list at least one item" : `must list at least ${limit} items`,
+          maxProperties: limit === 1 ? "must have exactly one key" : `must have at most ${limit} keys`,
+          minProperties: limit === 1 ? "must have a key" : `must have at least ${limit} keys`,
+          maximum: `must be at most ${limit}`,
+          minimum: `must be at least ${limit}`,
+        };
+        out.push(createDiagnostic(Diagnostics.SchemaViolation, { field, detail: `${words[error.keyword]}, found ${describeValue(error.data)}` }, doc.locate(path)));
+        break;
+      }
       default: {
         const propertyName = (error.params as { propertyName?: string }).propertyName;
         const at = propertyName !== undefined ? [...path, propertyName] : path;

@@ -25,7 +25,9 @@ function project(documents: Record<string, unknown>): string {
 
 // Any Unicode, including control characters, quotes, backslashes and lone surrogates.
 const text = fc.string({ unit: "binary", maxLength: 40 });
-const tag = fc.string({ unit: "binary", minLength: 0, maxLength: 30 });
+// Text Airflow stores in text columns may hold anything but NUL (refused with a located error).
+const columnText = text.filter((s) => !s.includes("\u0000"));
+const tag = fc.string({ unit: "binary", minLength: 0, maxLength: 30 }).filter((s) => !s.includes("\u0000"));
 const jsonLeaf = fc.oneof(text, fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.boolean(), fc.constant(null));
 const extra = fc.dictionary(text.filter((k) => !["contract_id", "contract_version", "external", "freshness", "layer", "owner", "schema_version", "__proto__"].includes(k)), fc.oneof(jsonLeaf, fc.array(jsonLeaf, { maxLength: 3 })), { maxKeys: 4 });
 
@@ -76,7 +78,7 @@ function readBack(files: string[]): Array<Record<string, unknown>> {
 
 describe("code generation cannot be subverted", () => {
   it("free text of any Unicode stays data: ASCII modules that compile under LANG=C and read back equal", () => {
-    const samples = fc.sample(fc.record({ description: text.filter((s) => s !== ""), owner: text.filter((s) => s.trim() !== ""), tags: fc.array(tag, { maxLength: 4 }), extra }), { numRuns: 60, seed: 20261129 });
+    const samples = fc.sample(fc.record({ description: columnText.filter((s) => s !== ""), owner: columnText.filter((s) => s.trim() !== ""), tags: fc.array(tag, { maxLength: 4 }), extra }), { numRuns: 60, seed: 20261129 });
     const modules: string[] = [];
     const expected: Array<Record<string, unknown>> = [];
     for (const fields of samples) {

@@ -27,6 +27,8 @@ export function mtimes(dir: string): Map<string, number> {
   const walk = (d: string): void => {
     for (const e of fs.readdirSync(d, { withFileTypes: true })) {
       const full = path.join(d, e.name);
+      // Python's byte-code caches are not output (git ignores them too).
+      if (e.name === "__pycache__") continue;
       if (e.isDirectory()) walk(full);
       else out.set(path.relative(dir, full), fs.statSync(full).mtimeMs);
     }

@@ -8,13 +8,15 @@ function reportRepeats(
   entry: DiagnosticEntry,
   argName: string,
   context: RuleContext,
+  foldCase = false,
 ): void {
   const first = new Map<string, number>();
   names.forEach((name, i) => {
     if (name === undefined) return;
-    const seen = first.get(name);
+    const key = foldCase ? name.toLowerCase() : name;
+    const seen = first.get(key);
     if (seen === undefined) {
-      first.set(name, i);
+      first.set(key, i);
       return;
     }
     context.report(
@@ -46,6 +48,8 @@ export const UniqueNamesRule: DocumentRule = {
         Diagnostics.DuplicateProperty,
         "property",
         context,
+        // Warehouses fold unquoted column names: "a" and "A" are one column.
+        true,
       );
       reportRepeats(
         (d.quality ?? []).map((q) => q.name),
@@ -57,6 +61,11 @@ export const UniqueNamesRule: DocumentRule = {
     });
     reportRepeats((document.upstreams ?? []).map((u) => u.asset), (i) => ["upstreams", i, "asset"], Diagnostics.DuplicateUpstream, "asset", context);
     if (document.kind === "IngestionContract") {
+      (document.upstreams ?? []).forEach((u, k) => {
+        if (u.asset === document.source.name) {
+          context.report(createDiagnostic(Diagnostics.SourceAsUpstream, { name: u.asset }, context.source.locate(["upstreams", k, "asset"])));
+        }
+      });
       const i = document.datasets.findIndex((d) => `${document.domain}.${d.name}` === document.source.name);
       if (i >= 0) context.report(createDiagnostic(Diagnostics.SourceNameClash, { name: document.source.name }, context.source.locate(["source", "name"])));
     }

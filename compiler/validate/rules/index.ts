@@ -1,5 +1,7 @@
+import { CredentialInTextRule } from "./CredentialInTextRule.js";
 import { DagTagRule } from "./DagTagRule.js";
 import { IdDomainRule } from "./IdDomainRule.js";
+import { NestingDepthRule } from "./NestingDepthRule.js";
 import { PiiLegalBasisRule } from "./PiiLegalBasisRule.js";
 import { ProjectPathRule } from "./ProjectPathRule.js";
 import { QualityRuleShapeRule } from "./QualityRuleShapeRule.js";
@@ -26,4 +28,6 @@ export const DOCUMENT_RULES: readonly DocumentRule[] = [
   TriggerShapeRule,
   DagTagRule,
   IdDomainRule,
+  CredentialInTextRule,
+  NestingDepthRule,
 ];

@@ -1,0 +1,27 @@
+import { createDiagnostic, Diagnostics } from "../../diagnostics/catalogue.js";
+import { describePath } from "../mapSchemaErrors.js";
+import type { DocumentRule } from "./rule.js";
+
+/** `scheme://user[:password]@…` anywhere in a text. */
+const USER_INFO = /[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/\s@]*@/;
+
+/**
+ * No text of a contract or of the orchestration config carries a URI with user info (a
+ * description, a producer parameter, a shim's command or environment). Why: everything the
+ * compiler reads ends up in the manifest, the generated modules, lineage facets and CI logs;
+ * credentials belong in Airflow Connections (DESIGN §3.6). `uri` fields have their own rule (CA3015).
+ */
+export const CredentialInTextRule: DocumentRule = {
+  name: "CredentialInTextRule",
+  check(document, context) {
+    const walk = (value: unknown, path: Array<string | number>): void => {
+      if (typeof value === "string") {
+        if (path[path.length - 1] !== "uri" && USER_INFO.test(value)) {
+          context.report(createDiagnostic(Diagnostics.CredentialInText, { field: describePath(path) }, context.source.locate(path)));
+        }
+      } else if (Array.isArray(value)) value.forEach((v, i) => walk(v, [...path, i]));
+      else if (value !== null && typeof value === "object") for (const [k, v] of Object.entries(value)) walk(v, [...path, k]);
+    };
+    walk(document, []);
+  },
+};
