@@ -121,6 +121,7 @@ export const Diagnostics = {
     (a) => `the uri holds the unresolved placeholder ${q(a.placeholder)}`,
   ),
   UriMalformed: entry<{ uri: string }>("CA3017", "error", (a) => `the uri ${q(a.uri)} has no scheme; write it as "scheme://location"`),
+  UriRefused: entry<{ uri: string; reason: string }>("CA3048", "error", (a) => `Airflow refuses the uri ${q(a.uri)}: ${a.reason}`),
   UriWhitespace: entry<{ uri: string }>("CA3043", "error", (a) => `the uri ${q(a.uri)} contains whitespace`),
   IdDomainMismatch: entry<{ id: string; domain: string }>(
     "CA3044",

@@ -1,6 +1,6 @@
 import { createDiagnostic, Diagnostics } from "../../diagnostics/catalogue.js";
 import type { NodePath } from "../../parse/parseContracts.js";
-import { MAX_ASSET_TEXT, uriScheme } from "../../support/uri.js";
+import { airflowRefusal, MAX_ASSET_TEXT, uriScheme } from "../../support/uri.js";
 import type { DocumentRule, RuleContext } from "./rule.js";
 
 /**
@@ -32,14 +32,19 @@ export function checkUri(uri: string, path: NodePath, context: RuleContext): voi
   const scheme = uriScheme(uri);
   if (scheme === undefined) return report(createDiagnostic(Diagnostics.UriMalformed, { uri }, at));
   if (scheme === "airflow") return report(createDiagnostic(Diagnostics.UriReservedScheme, { scheme }, at));
-  const authority = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/([^/?#]*)/.exec(uri)?.[1] ?? "";
+  // User info is anything before an "@" in the authority; a password may hold "?" or "#".
+  const authority = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/([^/]*)/.exec(uri)?.[1] ?? "";
   if (authority.includes("@")) {
     report(
       createDiagnostic(Diagnostics.UriUserInfo, { uri }, at, {
         hint: "remove the user info and name an Airflow Connection in connection_id instead",
       }),
     );
+    return;
   }
+  // What Airflow itself refuses when it parses the URI: bad IPv6 brackets, a provider's shape.
+  const refusal = airflowRefusal(uri);
+  if (refusal) report(createDiagnostic(Diagnostics.UriRefused, { uri, reason: refusal }, at));
 }
 
 export const ValidUriRule: DocumentRule = {
