@@ -103,7 +103,7 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
     // Files that exist but could not be read, parsed or validated are in an unknown state, not gone.
     const accepted = new Set([...validated.value.contracts, ...validated.value.externals].map((l) => l.source.file.path));
     const broken = new Set(discovered.value.contractPaths.filter((p) => !accepted.has(p)));
-    const unresolved = new Set([...validated.value.unresolvedNames, ...previous.assets.filter((a) => broken.has(a.contract)).map((a) => a.name)]);
+    const unresolved = new Set([...validated.value.unresolvedNames, ...linked.value.refused, ...previous.assets.filter((a) => broken.has(a.contract)).map((a) => a.name)]);
     result.diff = diffManifests(previous, manifest.value.manifest, unresolved);
     const breaking = breakingDiagnostics(result.diff, linked.value, previous);
     // A consumer whose upstream broke is usually reported by link already (CA4005, CA4006, CA4008):

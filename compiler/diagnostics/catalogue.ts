@@ -139,7 +139,7 @@ export const Diagnostics = {
   InvalidDuration: entry<{ value: string }>(
     "CA3022",
     "error",
-    (a) => `invalid ISO-8601 duration ${q(a.value)}; write it like "PT26H" or "P1DT2H"`,
+    (a) => `invalid duration ${q(a.value)}: an ISO-8601 duration of weeks, days, hours, minutes or seconds between 1 second and 10 years, like "PT26H" or "P1DT2H"`,
   ),
   PiiWithoutLegalBasis: entry<{ property: string }>(
     "CA3023",
@@ -287,7 +287,7 @@ export const Diagnostics = {
   TemplatePlaceholder: entry<{ placeholder: string }>(
     "CA4017",
     "error",
-    (a) => `uri_template uses the unknown placeholder ${q(a.placeholder)}; known: {layer}, {domain}, {name}`,
+    (a) => `uri_template is not usable: ${q(a.placeholder)}; it takes the placeholders {layer}, {domain} and {name}`,
   ),
   ExternalProducedClash: entry<{ name: string }>(
     "CA4018",

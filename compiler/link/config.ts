@@ -89,7 +89,9 @@ export function expandUriTemplate(template: string, values: { layer: string; dom
   return template.replace(/\{(layer|domain|name)\}/g, (_, key: "layer" | "domain" | "name") => values[key]);
 }
 
-/** Placeholders of a URI template that are not {layer}, {domain} or {name}. */
+/** Placeholders of a URI template that are not {layer}, {domain} or {name}, and stray braces. */
 export function templateProblems(template: string): string[] {
-  return [...template.matchAll(/\{[^}]*\}/g)].map((m) => m[0]).filter((p) => !["{layer}", "{domain}", "{name}"].includes(p));
+  const unknown = [...template.matchAll(/\{[^{}]*\}/g)].map((m) => m[0]).filter((p) => !["{layer}", "{domain}", "{name}"].includes(p));
+  const stray = template.replace(/\{[^{}]*\}/g, "").match(/[{}]/);
+  return stray ? [...unknown, stray[0]] : unknown;
 }

@@ -59,6 +59,8 @@ export interface LinkedProject {
   config: OrchestrationConfig;
   /** Producer files (SQL) by project-relative path, carried into the manifest for the runtime. */
   producerFiles: ReadonlyMap<string, string>;
+  /** Asset names refused for an error already reported (a clash, a broken URI template). */
+  refused: ReadonlySet<string>;
   contracts: LinkedContract[];
   /** Every asset by name, produced and external. */
   assets: Map<string, AssetDeclaration>;
@@ -104,6 +106,21 @@ export function linkProject(validated: ValidatedProject, context: LinkContext): 
   const badPlaceholders = templateProblems(config.uriTemplate);
   for (const placeholder of badPlaceholders) {
     diagnostics.push(createDiagnostic(Diagnostics.TemplatePlaceholder, { placeholder }, config.uriTemplateLocation));
+  }
+  // The template itself must give valid URIs: check it once, at the config, rather than once per
+  // dataset. Names are lower snake, so a sample expansion stands for every one.
+  const templateSource = validated.configs.find((c) => c.document.uri_template !== undefined);
+  if (!badPlaceholders.length && templateSource) {
+    const before = diagnostics.length;
+    checkUri(expandUriTemplate(config.uriTemplate, { layer: "raw", domain: "domain", name: "name" }), ["uri_template"], {
+      source: templateSource.source,
+      report: (d) => diagnostics.push(d),
+    });
+    if (diagnostics.length > before) badPlaceholders.push("(invalid template)");
+    else if (!config.uriTemplate.includes("{name}") || !config.uriTemplate.includes("{domain}")) {
+      diagnostics.push(createDiagnostic(Diagnostics.TemplatePlaceholder, { placeholder: "{domain} and {name} are both required" }, config.uriTemplateLocation));
+      badPlaceholders.push("(not unique)");
+    }
   }
 
   const assets = new Map<string, AssetDeclaration>();
@@ -179,9 +196,14 @@ export function linkProject(validated: ValidatedProject, context: LinkContext): 
     const c = located.document;
     c.datasets.forEach((dataset, i) => {
       const layer = dataset.layer ?? DEFAULT_LAYER[c.kind];
-      const uri = dataset.uri ?? (badPlaceholders.length ? "" : expandUriTemplate(config.uriTemplate, { layer, domain: c.domain, name: dataset.name }));
+      if (dataset.uri === undefined && badPlaceholders.length) {
+        // Reported once at the template; the dataset's consumers must not cascade.
+        refused.add(`${c.domain}.${dataset.name}`);
+        return;
+      }
+      const uri = dataset.uri ?? expandUriTemplate(config.uriTemplate, { layer, domain: c.domain, name: dataset.name });
       const uriLocation = located.source.locate(dataset.uri !== undefined ? ["datasets", i, "uri"] : ["datasets", i, "name"]);
-      if (dataset.uri === undefined && !badPlaceholders.length) {
+      if (dataset.uri === undefined) {
         // A template can expand to a bad URI (a scheme missing, a placeholder left): check the result.
         const before = diagnostics.length;
         checkUri(uri, ["datasets", i, "name"], { source: located.source, report: (d) => diagnostics.push(d) });
@@ -337,9 +359,12 @@ export function linkProject(validated: ValidatedProject, context: LinkContext): 
   for (const o of config.overrides) {
     const target = o.match.contract ?? o.match.domain!;
     const known = o.match.contract !== undefined ? ids.has(target) : domains.has(target);
-    if (!known) diagnostics.push(createDiagnostic(Diagnostics.UnknownOverrideTarget, { target }, o.location));
+    if (!known) {
+      const guess = suggest(target, o.match.contract !== undefined ? ids.keys() : domains);
+      diagnostics.push(createDiagnostic(Diagnostics.UnknownOverrideTarget, { target }, o.location, guess ? { hint: `did you mean "${guess}"?` } : {}));
+    }
   }
-  return { value: { config, producerFiles: context.producerFiles, contracts: linked, assets }, diagnostics };
+  return { value: { config, producerFiles: context.producerFiles, refused, contracts: linked, assets }, diagnostics };
 }
 
 function unknownHint(
@@ -356,6 +381,8 @@ function unknownHint(
     const now = byNormalisedUri.get(normaliseUri(previous.uri));
     if (now && now !== name) return `it looks renamed to "${now}" (same URI ${JSON.stringify(previous.uri)}); update this upstream`;
   }
+  const produced = [...assets.values()].filter((a) => a.producer === name).map((a) => a.name);
+  if (produced.length) return `"${name}" is a contract; read one of its datasets: ${produced.map((p) => `"${p}"`).join(", ")}`;
   const guess = suggest(name, assets.keys());
   return guess ? `did you mean "${guess}"?` : undefined;
 }

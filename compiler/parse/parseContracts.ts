@@ -1,4 +1,4 @@
-import YAML, { isAlias, isMap, isPair, isScalar, isSeq, LineCounter, visit, type Document, type Node, type Scalar } from "yaml";
+import YAML, { isAlias, isMap, isPair, isScalar, isSeq, LineCounter, type Document, type Node, type Scalar, type YAMLMap, type YAMLSeq } from "yaml";
 import { createDiagnostic, Diagnostics } from "../diagnostics/catalogue.js";
 import type { Diagnostic, SourceLocation, StageResult } from "../diagnostics/diagnostic.js";
 import type { SourceFile } from "../discover/discoverProject.js";
@@ -35,8 +35,123 @@ function nodeLabel(node: unknown): string {
   return "nothing";
 }
 
-/** Builds the locator for one document. */
-function makeLocator(doc: Document, file: string, lines: LineCounter): ParsedDocument["locate"] {
+/**
+ * What `locate` keeps of one collection: the keys of its items, where their source ranges are, and
+ * the same for each item that is itself a collection. It replaces the YAML node tree, which is many
+ * times the size of the text: keeping every document's tree alive until the last stage made the
+ * parse stage of a large project spend much of its time in the garbage collector.
+ */
+interface IndexNode {
+  /** For a mapping, `String(key.value)` of each item (null for a key that is not a scalar); undefined for a sequence. */
+  keys: Array<string | null> | undefined;
+  /**
+   * Offset of the item ranges in the document's range table: per item, a mapping has key start,
+   * key end, value start, value end; a sequence item start and end; -1 when absent.
+   */
+  base: number;
+  /** How many items the collection has. */
+  count: number;
+  /** Per item, the index of its value when that is a collection (an alias stands for its target); undefined when none is. */
+  children: Array<IndexNode | undefined> | undefined;
+}
+
+/** Map keys repeat in every document (`name`, `logicalType`, ...): one string each saves memory. */
+const internedKeys = new Map<string, string>();
+function intern(key: string): string {
+  const known = internedKeys.get(key);
+  if (known !== undefined) return known;
+  if (internedKeys.size < 100_000) internedKeys.set(key, key);
+  return key;
+}
+
+type NonJsonScalar = { node: Scalar; unsafe: boolean };
+
+/**
+ * Scalars JSON cannot carry exactly: `.nan` and `.inf`, and integer literals beyond ±2^53 (a
+ * float literal such as `1.5e+288` is fine: it is read as the float it says).
+ */
+function checkNonJson(node: Scalar, out: NonJsonScalar[]): void {
+  if (typeof node.value !== "number") return;
+  if (!Number.isFinite(node.value)) out.push({ node, unsafe: false });
+  else if (/^[-+]?(?:\d+|0x[0-9a-fA-F]+|0o[0-7]+)$/.test(String(node.source ?? "")) && !Number.isSafeInteger(node.value)) {
+    out.push({ node, unsafe: true });
+  }
+}
+
+/**
+ * One walk over the document, in document order: builds the index of the root collection with its
+ * range table, and collects the scalars JSON cannot carry (every scalar once; aliases are not
+ * followed for that).
+ */
+function indexDocument(doc: Document): { root: IndexNode | undefined; ranges: Int32Array; nonJson: NonJsonScalar[] } {
+  const nonJson: NonJsonScalar[] = [];
+  const table: number[] = [];
+  const anchored = new Map<unknown, IndexNode>();
+  const setRange = (at: number, node: unknown): void => {
+    const range = (node as Node | null | undefined)?.range;
+    table[at] = range ? range[0] : -1;
+    table[at + 1] = range ? range[1] : -1;
+  };
+  // Nodes outside the index (keys that are collections, pairs in a sequence): checked only.
+  const scan = (node: unknown): void => {
+    if (isScalar(node)) checkNonJson(node, nonJson);
+    else if (isMap(node) || isSeq(node)) for (const item of node.items) scan(item);
+    else if (isPair(node)) {
+      scan(node.key);
+      scan(node.value);
+    }
+  };
+  const valueOf = (node: unknown, at: number, check: boolean): IndexNode | undefined => {
+    setRange(at, node);
+    if (isAlias(node)) {
+      const target = node.resolve(doc);
+      return isMap(target) || isSeq(target) ? (anchored.get(target) ?? build(target, false)) : undefined;
+    }
+    if (isMap(node) || isSeq(node)) return build(node, check);
+    if (check) scan(node);
+    return undefined;
+  };
+  const build = (node: YAMLMap | YAMLSeq, check: boolean): IndexNode => {
+    const map = isMap(node);
+    const stride = map ? 4 : 2;
+    const count = node.items.length;
+    const index: IndexNode = { keys: map ? new Array<string | null>(count) : undefined, base: table.length, count, children: undefined };
+    table.length += stride * count;
+    if (node.anchor) anchored.set(node, index);
+    for (let i = 0; i < count; i++) {
+      const item = node.items[i];
+      const at = index.base + stride * i;
+      let child: IndexNode | undefined;
+      if (map) {
+        const key = isPair(item) ? item.key : undefined;
+        index.keys![i] = isScalar(key) ? intern(String(key.value)) : null;
+        if (check) scan(key);
+        setRange(at, key);
+        child = valueOf(isPair(item) ? item.value : item, at + 2, check);
+      } else {
+        child = valueOf(item, at, check);
+      }
+      if (child !== undefined) {
+        index.children ??= new Array<IndexNode | undefined>(count);
+        index.children[i] = child;
+      }
+    }
+    return index;
+  };
+  const contents = doc.contents;
+  const root = isMap(contents) || isSeq(contents) ? build(contents, true) : undefined;
+  if (!root) scan(contents);
+  return { root, ranges: Int32Array.from(table), nonJson };
+}
+
+/** Builds the locator for one document from its index (see {@link IndexNode}). */
+function makeLocator(
+  root: IndexNode | undefined,
+  ranges: Int32Array,
+  rootRange: readonly number[] | undefined,
+  file: string,
+  lines: LineCounter,
+): ParsedDocument["locate"] {
   const at = (offset: number, end?: number): SourceLocation => {
     const start = lines.linePos(offset);
     const location: SourceLocation = { file, line: start.line, column: start.col };
@@ -47,51 +162,31 @@ function makeLocator(doc: Document, file: string, lines: LineCounter): ParsedDoc
     }
     return location;
   };
-  const rangeOf = (node: Node | null | undefined): SourceLocation | undefined =>
-    node?.range ? at(node.range[0], node.range[1]) : undefined;
+  const rangeAt = (i: number): SourceLocation | undefined => (ranges[i]! >= 0 ? at(ranges[i]!, ranges[i + 1]) : undefined);
 
   return (path, part = "value") => {
-    let node: unknown = doc.contents;
-    let best = rangeOf(doc.contents as Node) ?? at(0);
+    let node = root;
+    let best = rootRange ? at(rootRange[0]!, rootRange[1]) : at(0);
     for (let i = 0; i < path.length; i++) {
-      if (isAlias(node)) node = node.resolve(doc);
-      const segment = path[i];
-      if (isMap(node)) {
-        const pair = node.items.find((p) => isPair(p) && isScalar(p.key) && String(p.key.value) === String(segment));
-        if (!pair) return best;
-        const last = i === path.length - 1;
-        if (last && part === "key") return rangeOf(pair.key as Node) ?? best;
-        best = rangeOf(pair.value as Node) ?? rangeOf(pair.key as Node) ?? best;
-        node = pair.value;
-      } else if (isSeq(node) && typeof segment === "number") {
-        const item = node.items[segment];
-        if (!item) return best;
-        best = rangeOf(item as Node) ?? best;
-        node = item;
+      const segment = path[i]!;
+      if (node === undefined) return best;
+      if (node.keys !== undefined) {
+        const k = node.keys.indexOf(String(segment));
+        if (k < 0) return best;
+        const item = node.base + 4 * k;
+        if (i === path.length - 1 && part === "key") return rangeAt(item) ?? best;
+        best = rangeAt(item + 2) ?? rangeAt(item) ?? best;
+        node = node.children?.[k];
+      } else if (typeof segment === "number") {
+        if (!Number.isInteger(segment) || segment < 0 || segment >= node.count) return best;
+        best = rangeAt(node.base + 2 * segment) ?? best;
+        node = node.children?.[segment];
       } else {
         return best;
       }
     }
     return best;
   };
-}
-
-/**
- * Scalars JSON cannot carry exactly: `.nan` and `.inf`, and integer literals beyond ±2^53 (a
- * float literal such as `1.5e+288` is fine: it is read as the float it says).
- */
-function findNonJson(doc: Document): Array<{ node: Scalar; unsafe: boolean }> {
-  const out: Array<{ node: Scalar; unsafe: boolean }> = [];
-  visit(doc, {
-    Scalar(_key, node) {
-      if (typeof node.value !== "number") return;
-      if (!Number.isFinite(node.value)) out.push({ node, unsafe: false });
-      else if (/^[-+]?(?:\d+|0x[0-9a-fA-F]+|0o[0-7]+)$/.test(String(node.source ?? "")) && !Number.isSafeInteger(node.value)) {
-        out.push({ node, unsafe: true });
-      }
-    },
-  });
-  return out;
 }
 
 /**
@@ -159,12 +254,14 @@ export function parseDocument(file: SourceFile): StageResult<ParsedDocument | un
     void error;
     return { value: undefined, diagnostics };
   }
-  const locate = makeLocator(doc, file.path, lines);
   if (!isMap(doc.contents)) {
+    const locate = makeLocator(undefined, new Int32Array(0), (doc.contents as Node | null)?.range ?? undefined, file.path, lines);
     diagnostics.push(createDiagnostic(Diagnostics.NotAMapping, { found: nodeLabel(doc.contents) }, locate([])));
     return { value: undefined, diagnostics };
   }
-  const bad = findNonJson(doc);
+  // The locator keeps the index, never the node tree (so the tree is garbage once this returns).
+  const { root, ranges, nonJson: bad } = indexDocument(doc);
+  const locate = makeLocator(root, ranges, doc.contents.range ?? undefined, file.path, lines);
   for (const b of bad) {
     const at = positionOf(b.node.range?.[0] ?? 0);
     const end = positionOf(b.node.range?.[1] ?? 0);

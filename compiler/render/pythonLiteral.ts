@@ -35,8 +35,12 @@ function encode(value: unknown): string {
 
 const SHORT_ESCAPES: Record<string, string> = { "\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t" };
 
+const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+
 /** A double-quoted Python string literal of pure printable ASCII. */
 export function pythonString(text: string): string {
+  // Most text is printable ASCII without a quote or backslash: nothing to escape.
+  if (PLAIN.test(text)) return `"${text}"`;
   let out = '"';
   for (let i = 0; i < text.length; i++) {
     const unit = text.charCodeAt(i);

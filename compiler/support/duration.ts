@@ -1,10 +1,18 @@
+/** Shortest duration accepted, in seconds. */
+export const MIN_DURATION_SECONDS = 1;
+/** Longest duration accepted, in seconds (ten years of 365 days). */
+export const MAX_DURATION_SECONDS = 10 * 365 * 86400;
+
 /**
  * ISO-8601 durations as used by contracts and the orchestration config (`PT26H`, `P1DT2H30M`,
  * `P2W`). Years and months are refused: their length in seconds depends on the calendar, and the
  * values become Python `timedelta`s and freshness ages that must mean one exact span.
  *
- * @returns the duration in whole or fractional seconds, or undefined when the text is not a
- *   duration of that form (or is zero).
+ * Bounds: at least one second (Airflow reads a sub-microsecond timedelta as zero, which for a
+ * timeout means none) and at most ten years (far below Python's timedelta limit).
+ *
+ * @returns the duration in seconds (whole or fractional, rounded to milliseconds), or undefined
+ *   when the text is not a duration of that form or is outside the bounds.
  */
 export function parseDurationSeconds(text: string): number | undefined {
   const m = /^P(?:(\d+)W)?(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$/.exec(text);
@@ -12,5 +20,6 @@ export function parseDurationSeconds(text: string): number | undefined {
   const [, w, d, h, min, s] = m;
   const seconds =
     Number(w ?? 0) * 604800 + Number(d ?? 0) * 86400 + Number(h ?? 0) * 3600 + Number(min ?? 0) * 60 + Number(s ?? 0);
-  return seconds > 0 && Number.isFinite(seconds) ? seconds : undefined;
+  const rounded = Math.round(seconds * 1000) / 1000;
+  return rounded >= MIN_DURATION_SECONDS && rounded <= MAX_DURATION_SECONDS ? rounded : undefined;
 }

@@ -1,5 +1,6 @@
 import { createDiagnostic, Diagnostics } from "../../diagnostics/catalogue.js";
 import type { AssetCondition } from "../../model/contract.js";
+import { suggest } from "../../support/suggest.js";
 import type { DocumentRule } from "./rule.js";
 
 /** Leaves of an asset condition tree with their paths below `trigger.assets`. */
@@ -39,7 +40,16 @@ export const TriggerShapeRule: DocumentRule = {
     const names = new Set(triggering.map((u) => u.asset));
     const leaves = conditionLeaves(tree, ["trigger", "assets"]);
     for (const leaf of leaves) {
-      if (!names.has(leaf.name)) context.report(createDiagnostic(Diagnostics.TriggerNotUpstream, { asset: leaf.name }, context.source.locate(leaf.path)));
+      if (names.has(leaf.name)) continue;
+      const readOnly = upstreams.findIndex((u) => u.asset === leaf.name && u.trigger === false);
+      const guess = suggest(leaf.name, names);
+      const extras =
+        readOnly >= 0
+          ? { hint: 'it is marked "trigger: false" (read, never waited for); remove that or the leaf', related: [{ message: "marked here", location: context.source.locate(["upstreams", readOnly, "trigger"]) }] }
+          : guess
+            ? { hint: `did you mean "${guess}"?` }
+            : {};
+      context.report(createDiagnostic(Diagnostics.TriggerNotUpstream, { asset: leaf.name }, context.source.locate(leaf.path), extras));
     }
     const used = new Set(leaves.map((l) => l.name));
     upstreams.forEach((u, i) => {
