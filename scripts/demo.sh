@@ -4,15 +4,20 @@
 # 1. compiles contracts/ into generated/ (contract-assets compile);
 # 2. builds or reuses the Python environment (.venv, scripts/python-env.sh);
 # 3. makes a fresh Airflow home in a temporary folder (SQLite metadata DB, `airflow db migrate`);
-# 4. runs every bundled DAG in dependency order on the embedded DuckDB warehouse and the bundled
-#    sample data (scripts/localrun.py: DAG.test(), what `airflow dags test` runs);
-# 5. prints what was published (table, rows, quality status), what was blocked or quarantined,
-#    and where the OpenLineage events are.
+# 4. step 1: runs every bundled DAG in dependency order on the embedded DuckDB warehouse and the
+#    bundled sample data (scripts/localrun.py: DAG.test(), what `airflow dags test` runs), and
+#    prints what was published (table, rows, quality status) and what was blocked;
+# 5. step 2 (a seeded failure, since the bundled data passes every error rule): copies the
+#    project's inputs, appends one invoice in a currency the contract does not allow (JPY) to the
+#    copy's invoices sample file, compiles the copy and runs only billing.invoices_raw against
+#    step 1's warehouse in a second Airflow home: the error rule blocks the publish;
+# 6. prints where the OpenLineage events are and how many of each type each emitter wrote.
 #
 # Lineage transport: when the environment configures one (OPENLINEAGE__TRANSPORT__*,
-# OPENLINEAGE_CONFIG or OPENLINEAGE_URL), events go there; otherwise to a file in the demo folder.
-# The demo folder is kept for inspection (its path is printed); set CONTRACT_ASSETS_DEMO_DIR to
-# choose it (it must be empty or absent).
+# OPENLINEAGE_CONFIG, OPENLINEAGE_URL, or an openlineage.yml the client finds), the runtime and the
+# Airflow OpenLineage provider send there; otherwise the demo configures a file in the demo folder. The demo folder is kept for
+# inspection (its path is printed); set CONTRACT_ASSETS_DEMO_DIR to choose it (it must be empty
+# or absent).
 #
 # The dbt family's shim (dbt-warehouse-shim) comes from test/python/shims, a stand-in that loads
 # the fiscal calendar seed; the python producer's package is put on PYTHONPATH
@@ -46,10 +51,15 @@ export AIRFLOW_HOME="$DEMO_DIR/airflow"
 export AIRFLOW__CORE__LOAD_EXAMPLES=False
 export AIRFLOW__CORE__DAGS_FOLDER="$ROOT/generated/dags"
 export CONTRACT_ASSETS_WAREHOUSE="$DEMO_DIR/warehouse.duckdb"
-export PYTHONPATH="$ROOT/orchestration/jobs${PYTHONPATH:+:$PYTHONPATH}"
+JOBS_PATH="${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH="$ROOT/orchestration/jobs$JOBS_PATH"
 export PATH="$ROOT/.venv/bin:$ROOT/test/python/shims:$PATH"
 
-if [ -z "${OPENLINEAGE_CONFIG:-}" ] && [ -z "${OPENLINEAGE_URL:-}" ] && ! env | grep -q '^OPENLINEAGE__TRANSPORT__'; then
+# The OpenLineage client's own configuration, in its order: a config file (OPENLINEAGE_CONFIG,
+# ./openlineage.yml, ~/.openlineage/openlineage.yml), OPENLINEAGE__TRANSPORT__*, OPENLINEAGE_URL.
+# Only when none is there does the demo choose a file in the demo folder.
+if [ -z "${OPENLINEAGE_CONFIG:-}" ] && [ -z "${OPENLINEAGE_URL:-}" ] && ! env | grep -q '^OPENLINEAGE__TRANSPORT__' &&
+  [ ! -f "$ROOT/openlineage.yml" ] && [ ! -f "${HOME:-/nonexistent}/.openlineage/openlineage.yml" ]; then
   mkdir -p "$DEMO_DIR/lineage"
   export OPENLINEAGE__TRANSPORT__TYPE=file
   export OPENLINEAGE__TRANSPORT__LOG_FILE_PATH="$DEMO_DIR/lineage/events.jsonl"
@@ -62,23 +72,66 @@ if ! airflow db migrate >"$DEMO_DIR/db-migrate.log" 2>&1; then
   tail -n 30 "$DEMO_DIR/db-migrate.log" >&2
   exit 1
 fi
+# step 2 starts from the same freshly migrated metadata DB
+cp "$AIRFLOW_HOME/airflow.db" "$DEMO_DIR/airflow-migrated.db"
 
-say "run every DAG in dependency order (log: $DEMO_DIR/run.log)"
-: >"$DEMO_DIR/run.log"
-set +e
-python scripts/localrun.py run --project "$ROOT" >"$DEMO_DIR/run.log" 2>&1 &
-run_pid=$!
-tail -n +1 -f "$DEMO_DIR/run.log" --pid "$run_pid" | grep --line-buffered '^localrun: ' | sed -u 's/^localrun: /  /'
-wait "$run_pid"
-rc=$?
-set -e
-if [ "$rc" -ne 0 ]; then
-  tail -n 40 "$DEMO_DIR/run.log" >&2
-  echo "demo: the run failed (exit $rc); full log: $DEMO_DIR/run.log" >&2
-  exit "$rc"
-fi
-grep '^RESULT ' "$DEMO_DIR/run.log" | tail -n 1 | sed 's/^RESULT //' >"$DEMO_DIR/runs.json"
+# run_dags LOG PROJECT [localrun args...]: run DAGs, show progress, leave LOG.runs.json
+run_dags() {
+  local log="$1" project="$2"
+  shift 2
+  : >"$log"
+  set +e
+  python scripts/localrun.py run --project "$project" "$@" >"$log" 2>&1 &
+  local run_pid=$!
+  tail -n +1 -f "$log" --pid "$run_pid" | grep --line-buffered '^localrun: ' | sed -u 's/^localrun: /  /'
+  wait "$run_pid"
+  local rc=$?
+  set -e
+  if [ "$rc" -ne 0 ]; then
+    tail -n 40 "$log" >&2
+    echo "demo: the run failed (exit $rc); full log: $log" >&2
+    exit "$rc"
+  fi
+  grep '^RESULT ' "$log" | tail -n 1 | sed 's/^RESULT //' >"$log.runs.json"
+}
 
-say "result"
-python scripts/localrun.py report --project "$ROOT" --runs "$DEMO_DIR/runs.json"
+say "step 1: the bundled example, every DAG in dependency order (log: $DEMO_DIR/run.log)"
+run_dags "$DEMO_DIR/run.log" "$ROOT"
+python scripts/localrun.py report --project "$ROOT" --runs "$DEMO_DIR/run.log.runs.json"
+
+SEEDED="$DEMO_DIR/seeded-project"
+BAD_ROW='INV-26099,A-1001,C-2001,2026-03-01,2026-03-31,JPY,open,2026-03-10T00:00:00Z'
+say "step 2: a seeded failure: one bad invoice row, in a copy of the project"
+cat <<EOF
+  Seeded on purpose: the bundled data passes every error rule, so this step appends one row
+  to a COPY of orchestration/sample_data/billing_platform/invoices.csv (in $SEEDED):
+    $BAD_ROW
+  Its currency JPY is outside the contract's validValues [EUR, USD, GBP, CHF]: the error rule
+  invalidValues_currency of billing.invoices_raw (on_failure: block_publish) must fail, so
+  nothing may be published and step 1's billing.invoices_raw table must stay as it is.
+  The copy is compiled and only billing.invoices_raw runs, in a second Airflow home, against
+  step 1's warehouse (log: $DEMO_DIR/seeded-run.log).
+EOF
+for part in contracts sql orchestration/airflow orchestration/sample_data orchestration/jobs; do
+  mkdir -p "$SEEDED/$(dirname "$part")"
+  cp -R "$ROOT/$part" "$SEEDED/$part"
+done
+find "$SEEDED" -name __pycache__ -type d -prune -exec rm -rf {} +
+printf '%s\n' "$BAD_ROW" >>"$SEEDED/orchestration/sample_data/billing_platform/invoices.csv"
+node bin/contract-assets.js compile --root "$SEEDED" >"$DEMO_DIR/seeded-compile.log" 2>&1 || {
+  cat "$DEMO_DIR/seeded-compile.log" >&2
+  exit 1
+}
+(
+  export AIRFLOW_HOME="$DEMO_DIR/airflow-seeded"
+  export AIRFLOW__CORE__DAGS_FOLDER="$SEEDED/generated/dags"
+  export PYTHONPATH="$SEEDED/orchestration/jobs$JOBS_PATH"
+  mkdir -p "$AIRFLOW_HOME"
+  cp "$DEMO_DIR/airflow-migrated.db" "$AIRFLOW_HOME/airflow.db"
+  run_dags "$DEMO_DIR/seeded-run.log" "$SEEDED" --only billing.invoices_raw --no-seed
+  python scripts/localrun.py report --project "$SEEDED" --runs "$DEMO_DIR/seeded-run.log.runs.json"
+)
+
+say "lineage"
+python scripts/localrun.py lineage --log "$DEMO_DIR/run.log" "$DEMO_DIR/seeded-run.log"
 printf '\nEverything is in %s (delete it when done).\n' "$DEMO_DIR"

@@ -2,8 +2,9 @@
 
 Used by ``scripts/demo.sh`` (``npm run demo``) and by ``test/python/test_e2e.py``::
 
-    python scripts/localrun.py run --project DIR [--logical-date ISO] [--only DAG_ID ...]
+    python scripts/localrun.py run --project DIR [--logical-date ISO] [--only DAG_ID ...] [--no-seed]
     python scripts/localrun.py report --project DIR [--runs RESULTS.json]
+    python scripts/localrun.py lineage [--log RUN.log ...]
 
 The caller sets the environment first: ``AIRFLOW_HOME`` (a migrated metadata DB),
 ``AIRFLOW__CORE__DAGS_FOLDER=<project>/generated/dags``, ``CONTRACT_ASSETS_WAREHOUSE`` (the
@@ -14,21 +15,25 @@ DuckDB file), ``PYTHONPATH`` with ``<project>/orchestration/jobs`` (python produ
 DAG of the manifest (or the ``--only`` ones) in dependency order with ``DAG.test()``, which is
 what ``airflow dags test`` calls after parsing the DAG, in this one process so Airflow is
 imported once. It prints one line ``RESULT <json>``: ``{"order": [dag_id], "runs": {dag_id:
-{"state", "run_id"}}}``. Exit status 0 whatever the DAG outcomes (the caller judges them).
+{"state", "run_id"}}, "seeded": [...]}``. Exit status 0 whatever the DAG outcomes (the caller
+judges them).
 
-``report`` prints what was published (table, rows, quality status), what was blocked or
-quarantined, and where the lineage events went.
+``report`` prints what was published (table, rows, quality status) and what was blocked or
+quarantined. ``lineage`` prints where the OpenLineage events went and how many of each type
+each emitter (contract-assets, the Airflow OpenLineage provider) wrote: read back from the file
+when the transport is a file, else counted from the "sent" lines of the run logs given.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
-import glob
 import json
 import os
+import re
 import sqlite3
 import sys
+from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -73,46 +78,38 @@ def dependency_order(manifest: dict[str, Any]) -> list[str]:
 # ---------------------------------------------------------------------- external upstreams
 
 
-def _config_sample_data(project: Path) -> dict[str, str]:
-    import yaml
-
-    mapping: dict[str, str] = {}
-    for path in sorted(glob.glob(str(project / "orchestration" / "airflow" / "sources" / "*.y*ml"))):
-        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-        if doc.get("kind") == "OrchestrationConfig":
-            mapping.update({str(k): str(v) for k, v in (doc.get("sample_data") or {}).items()})
-    return mapping
-
-
 def seed_external_sample_data(project: Path, manifest: dict[str, Any], warehouse_path: str) -> list[dict[str, Any]]:
-    """Load the bundled stand-in data of external Assets that DAGs read as tables.
+    """Load the stand-in data of the external Assets that DAGs read as warehouse tables.
 
-    Stand-in for the systems outside the project (for the example: treasury loading
-    ``fx.rates_daily``). An external Asset that an ingestion contract loads (its ``source``) is
-    the producer's business and is skipped; any other external Asset read as an upstream gets
-    its ``sample_data`` file (from the orchestration config) loaded into the table
-    ``<first segment>.<rest>`` with DuckDB's type detection.
+    A local-run concern, deliberately not the runtime's: an external Asset (the example's
+    ``fx.rates_daily``, loaded by treasury) belongs to a system outside the project, and in a
+    deployment its table is that system's data. The runtime never writes it; only this local
+    runner, on a throw-away warehouse, stands in for the outside system.
 
-    Why here and not in the runtime: the manifest carries ``sample_data`` only for ingestion
-    contracts (``dags[].runtime.sample_data``), not for external Assets, so only the config
-    knows these files. See the runtime report: a manifest field would let the runtime do this.
+    The file is the manifest's ``assets[].sample_data`` (the orchestration config's
+    ``sample_data`` entry, a project-relative path, resolved inside the project). An external
+    Asset that an ingestion contract loads (its ``source``) is skipped: the load producer reads
+    that file itself (``dags[].runtime.sample_data``). Every other external Asset read as an
+    upstream is loaded into the table ``<first segment>.<rest>`` of its name with DuckDB's type
+    detection, replacing what was there.
 
     :returns: ``[{"asset", "table", "rows", "file"}]``.
     """
     import duckdb
+    from contract_runtime.manifest import resolve_project_path
 
+    manifest_path = project / "generated" / "manifest.json"
     sources = {d["runtime"].get("source", {}).get("name") for d in manifest["dags"]}
     read = {u["asset"] for d in manifest["dags"] for u in d["runtime"].get("upstreams", [])}
-    samples = _config_sample_data(project)
     seeded: list[dict[str, Any]] = []
     con = duckdb.connect(warehouse_path)
     try:
         for asset in sorted(manifest["assets"], key=lambda a: a["name"]):
-            name = asset["name"]
-            if not asset.get("external") or name in sources or name not in read or name not in samples:
+            name, sample = asset["name"], asset.get("sample_data")
+            if not asset.get("external") or not sample or name in sources or name not in read:
                 continue
             schema, _, table = name.partition(".")
-            file = str((project / samples[name]).resolve())
+            file = str(resolve_project_path(manifest_path, str(sample)))
             reader = (
                 "read_parquet(?)"
                 if file.endswith(".parquet")
@@ -127,7 +124,7 @@ def seed_external_sample_data(project: Path, manifest: dict[str, Any], warehouse
             con.execute(f"create schema if not exists {q_schema}")
             con.execute(f"create or replace table {q_table} as select * from {reader}", [file])
             rows = con.execute(f"select count(*) from {q_table}").fetchone()[0]
-            seeded.append({"asset": name, "table": f"{schema}.{table}", "rows": int(rows), "file": samples[name]})
+            seeded.append({"asset": name, "table": f"{schema}.{table}", "rows": int(rows), "file": str(sample)})
     finally:
         con.close()
     return seeded
@@ -182,18 +179,126 @@ def run_dags(dags_folder: str, dag_ids: Iterable[str], logical_date: datetime.da
 # ---------------------------------------------------------------------- report
 
 
-def lineage_destination() -> str:
-    """Where the OpenLineage client sends events, from its own configuration (env, file)."""
-    transport_type = os.environ.get("OPENLINEAGE__TRANSPORT__TYPE")
-    if transport_type == "file":
-        return f"file transport: {os.environ.get('OPENLINEAGE__TRANSPORT__LOG_FILE_PATH', '?')}"
-    if transport_type:
-        return f"{transport_type} transport (from OPENLINEAGE__TRANSPORT__*)"
-    if os.environ.get("OPENLINEAGE_CONFIG"):
-        return f"the transport configured in OPENLINEAGE_CONFIG={os.environ['OPENLINEAGE_CONFIG']}"
+#: ``producer`` prefix of the events contract_runtime emits (``contract_runtime.lineage.facets.PRODUCER``).
+OURS_PRODUCER = "https://contract-assets.dev/contract-runtime/"
+#: ``producer`` of the Airflow OpenLineage provider's events.
+PROVIDER_PRODUCER = "https://github.com/apache/airflow/tree/providers-openlineage"
+EVENT_TYPES = ("START", "RUNNING", "OTHER", "COMPLETE", "ABORT", "FAIL")
+
+
+def _config_source() -> str:
+    """Which of the OpenLineage client's configuration sources are present, for humans."""
+    found = []
+    for path, label in (
+        (os.environ.get("OPENLINEAGE_CONFIG"), "OPENLINEAGE_CONFIG={}"),
+        (os.path.join(os.getcwd(), "openlineage.yml"), "{}"),
+        (os.path.expanduser("~/.openlineage/openlineage.yml"), "{}"),
+    ):
+        if path and os.path.isfile(path):
+            found.append(label.format(path))
+            break  # the client reads the first of these only
+    if any(k.startswith("OPENLINEAGE__TRANSPORT__") for k in os.environ):
+        found.append("OPENLINEAGE__TRANSPORT__*")
     if os.environ.get("OPENLINEAGE_URL"):
-        return f"http transport: {os.environ['OPENLINEAGE_URL']}"
-    return "the OpenLineage client's default (console)"
+        found.append("OPENLINEAGE_URL")
+    return ", ".join(found) or "no configuration"
+
+
+def lineage_destination() -> tuple[str, list[Path] | None]:
+    """Where the OpenLineage client sends events: the transport it builds from its own
+    configuration (the first of ``OPENLINEAGE_CONFIG``, ``./openlineage.yml``,
+    ``~/.openlineage/openlineage.yml``, whose settings win over ``OPENLINEAGE__TRANSPORT__*``;
+    then ``OPENLINEAGE_URL``; else the console), exactly as the runtime and the provider get it.
+
+    :returns: ``(description, event files)``; the files are None unless the transport writes
+        local files (in append mode one file, else one file per event).
+    """
+    if os.environ.get("OPENLINEAGE_DISABLED", "").strip().lower() == "true":
+        return "none: OPENLINEAGE_DISABLED=true", None
+    source = _config_source()  # before the client: it aliases OPENLINEAGE_URL into env vars
+    try:
+        from openlineage.client import OpenLineageClient
+
+        transport = OpenLineageClient().transport
+    except Exception as exc:  # noqa: BLE001 - a broken configuration is reported, not raised
+        return f"unknown: the OpenLineage client's configuration fails ({type(exc).__name__})", None
+    kind = str(getattr(transport, "kind", None) or type(transport).__name__)
+    config = getattr(transport, "config", None)
+    path = str(getattr(config, "log_file_path", "") or "")
+    if kind == "file" and path and "://" not in path:
+        if getattr(config, "append", False):
+            return f"file transport ({source}): {path}", [Path(path)]
+        files = sorted(Path(path).parent.glob(Path(path).name + "-*.json"))
+        return f"file transport ({source}), one file per event: {path}-*.json", files
+    where = getattr(transport, "url", None) or path
+    return f"{kind} transport ({source})" + (f": {where}" if where else ""), None
+
+
+def emitter_of(event: dict[str, Any]) -> str:
+    """``contract-assets``, ``provider DAG run``, ``provider task`` or ``other``."""
+    producer = str(event.get("producer", ""))
+    if producer.startswith(OURS_PRODUCER):
+        return "contract-assets"
+    if producer.startswith(PROVIDER_PRODUCER):
+        job_type = ((event.get("job") or {}).get("facets") or {}).get("jobType") or {}
+        return "provider DAG run" if job_type.get("jobType") == "DAG" else "provider task"
+    return "other"
+
+
+def count_events(events: Iterable[dict[str, Any]]) -> dict[str, Counter[str]]:
+    """Event types per emitter (:func:`emitter_of`)."""
+    counts: dict[str, Counter[str]] = {}
+    for event in events:
+        counts.setdefault(emitter_of(event), Counter())[str(event.get("eventType"))] += 1
+    return counts
+
+
+_OURS_SENT = re.compile(r"lineage: (START|RUNNING|OTHER|COMPLETE|ABORT|FAIL) event of \S+ .*sent")
+_PROVIDER_SENT = re.compile(r"Successfully emitted OpenLineage `(\w+)` event")
+
+
+def count_sent_lines(logs: Iterable[Path]) -> dict[str, Counter[str]]:
+    """Event types per emitter, from the emitters' "sent" log lines (for transports that are not files)."""
+    counts: dict[str, Counter[str]] = {"contract-assets": Counter(), "provider (DAG runs and tasks)": Counter()}
+    for log in logs:
+        for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
+            if m := _OURS_SENT.search(line):
+                counts["contract-assets"][m.group(1)] += 1
+            elif m := _PROVIDER_SENT.search(line):
+                counts["provider (DAG runs and tasks)"][m.group(1)] += 1
+    return counts
+
+
+def lineage_summary(logs: Iterable[Path] = ()) -> str:
+    """Where the lineage events went and how many of each type each emitter wrote."""
+    where, files = lineage_destination()
+    lines = [f"Lineage events: {where}"]
+    if files is not None:
+        events = [
+            json.loads(line)
+            for file in files
+            if file.exists()
+            for line in file.read_text(encoding="utf-8").splitlines()
+            if line.strip()
+        ]
+        if not events:
+            return "\n".join([*lines, "  (no events written)"])
+        counts = count_events(events)
+        lines.append(f"  {len(events)} events written, by emitter and type:")
+    else:
+        counts = count_sent_lines(logs)
+        lines.append("  not readable back from this transport; counted from the emitters' 'sent' log lines:")
+    for emitter in sorted(counts):
+        c = counts[emitter]
+        kinds = ", ".join(f"{t} {c[t]}" for t in EVENT_TYPES if c[t]) or "none"
+        lines.append(f"  {emitter:<30} {kinds}")
+    dag_runs = counts.get("provider DAG run")
+    if dag_runs and not dag_runs["START"]:
+        lines.append(
+            "  (the provider sends a DAG-run START only from a scheduler: its listener's executor starts with the"
+            " scheduler job, and DAG.test() has none)"
+        )
+    return "\n".join(lines)
 
 
 def _asset_events(airflow_home: str) -> list[dict[str, Any]]:
@@ -250,7 +355,7 @@ def _warehouse_tables(warehouse_path: str) -> dict[str, int]:
 
 
 def report(project: Path, runs: dict[str, Any] | None) -> str:
-    """The human summary of a local run (published, blocked, quarantined, lineage)."""
+    """The human summary of a local run (published, blocked, quarantined)."""
     manifest = load_manifest(project)
     home = os.environ["AIRFLOW_HOME"]
     warehouse = os.environ["CONTRACT_ASSETS_WAREHOUSE"]
@@ -284,6 +389,10 @@ def report(project: Path, runs: dict[str, Any] | None) -> str:
                 rules = sorted({r for d in verdict.get("datasets", []) for r in d.get("failed_errors", [])})
                 why = f"{verdict['status']} by error rule(s) {', '.join(rules)}"
             lines.append(f"  {dag['dag_id']:<34} {why}")
+            for ds in dag["runtime"]["datasets"]:
+                target = f"{dag['runtime']['domain']}.{ds['name']}"
+                now = f"{tables[target]} rows" if target in tables else "absent"
+                lines.append(f"  {'':<34} target {target}: {now}, not replaced (no publish, no Asset event)")
     if not blocked:
         lines.append("  (nothing)")
     quarantine = {k: v for k, v in tables.items() if k.startswith("_ca_quarantine.")}
@@ -293,12 +402,6 @@ def report(project: Path, runs: dict[str, Any] | None) -> str:
         lines.extend(f"  {k:<60} rows {v}" for k, v in quarantine.items())
     lines.append("")
     lines.append(f"Warehouse (DuckDB): {warehouse}")
-    lines.append(f"Lineage events: {lineage_destination()}")
-    path = os.environ.get("OPENLINEAGE__TRANSPORT__LOG_FILE_PATH")
-    if os.environ.get("OPENLINEAGE__TRANSPORT__TYPE") == "file" and path and os.path.exists(path):
-        with open(path, encoding="utf-8") as fh:
-            count = sum(1 for line in fh if line.strip())
-        lines.append(f"  {count} events in {path}")
     return "\n".join(lines)
 
 
@@ -316,9 +419,14 @@ def main(argv: list[str]) -> int:
     rep_p = sub.add_parser("report")
     rep_p.add_argument("--project", required=True, type=Path)
     rep_p.add_argument("--runs", default=None, type=Path)
+    lin_p = sub.add_parser("lineage")
+    lin_p.add_argument("--log", nargs="*", default=[], type=Path, help="run logs, for transports that are not files")
     args = parser.parse_args(argv)
-    project = args.project.resolve()
 
+    if args.cmd == "lineage":
+        print(lineage_summary(args.log))
+        return 0
+    project = args.project.resolve()
     if args.cmd == "report":
         runs = json.loads(args.runs.read_text(encoding="utf-8"))["runs"] if args.runs else None
         print(report(project, runs))

@@ -58,6 +58,15 @@ class RunIdentity:
         the last try is ``try_number == max_tries + 1``).
     :ivar task_id: The task id (``produce``, ``audit`` or ``publish``).
     :ivar map_index: Airflow's map index, -1 for an unmapped task.
+    :ivar clear_number: How often the DAG run was cleared (Airflow's ``dag_run.clear_number``,
+        0 until the first clear). A cleared run is a new OpenLineage run: the lineage runId, like
+        the Airflow OpenLineage provider's, is keyed on it.
+    :ivar bundle_version: The version of the DAG bundle the task runs from (a Git bundle's
+        version is the commit id), or None for an unversioned bundle such as the local
+        ``dags-folder``. Lineage reports it as the deployed commit.
+    :ivar first_try_number: The try number of the first try since the task was last cleared (1
+        for a task never cleared). Airflow keeps counting tries across clears, so "first try of
+        this clear" is ``try_number == first_try_number``, not ``try_number == 1``.
     """
 
     dag_id: str
@@ -68,6 +77,9 @@ class RunIdentity:
     max_tries: int
     task_id: str
     map_index: int = -1
+    clear_number: int = 0
+    bundle_version: str | None = None
+    first_try_number: int = 1
 
     def __post_init__(self) -> None:
         """Normalise the dates to timezone-aware values (a naive date is taken as UTC).
@@ -92,8 +104,9 @@ class RunIdentity:
 
     @property
     def is_first_try(self) -> bool:
-        """True on the first try of the task (``try_number <= 1``)."""
-        return self.try_number <= 1
+        """True on the first try of the task since it was last cleared (``try_number <=
+        first_try_number``): the try that starts the (OpenLineage) run."""
+        return self.try_number <= self.first_try_number
 
     @property
     def is_last_try(self) -> bool:
@@ -121,8 +134,18 @@ class RunIdentity:
         """Build the identity from an Airflow 3 task context.
 
         Reads ``context["ti"]`` (``dag_id``, ``run_id``, ``task_id``, ``try_number``,
-        ``max_tries``, ``map_index``), ``context["dag_run"]`` (``run_after``, ``logical_date``)
-        and ``context.get("logical_date")``.
+        ``max_tries``, ``map_index``, ``bundle_instance.version``), ``context["dag_run"]``
+        (``run_after``, ``logical_date``, ``clear_number``), ``context.get("logical_date")`` and
+        ``context["task"].retries``.
+
+        Airflow 3.2 exposes the DAG bundle version on the running task instance
+        (``ti.bundle_instance.version``), not on the task context's DAG run; a
+        ``dag_run.bundle_version`` is used when a later Airflow provides one and the task
+        instance does not.
+
+        When a task is cleared Airflow sets ``max_tries = try_number + retries`` and the next try
+        gets ``try_number + 1``, so the first try since the last clear is
+        ``max_tries - retries + 1`` (1 for a task never cleared).
 
         :param context: The mapping Airflow passes to ``execute`` and to callbacks.
         :raises KeyError: When the context has no ``ti``.
@@ -137,13 +160,38 @@ class RunIdentity:
             run_after = logical_date or datetime.datetime.now(tz=datetime.UTC)
         run_id = getattr(ti, "run_id", None) or getattr(dag_run, "run_id", None) or context.get("run_id")
         map_index = getattr(ti, "map_index", -1)
+        try_number = _int(getattr(ti, "try_number", 1), 1) or 1
+        max_tries = _int(getattr(ti, "max_tries", 0), 0)
+        retries = _int(getattr(context.get("task"), "retries", None), max_tries)
         return cls(
             dag_id=str(getattr(ti, "dag_id", None) or getattr(dag_run, "dag_id", "")),
             run_id=str(run_id),
             logical_date=logical_date,
             run_after=run_after,
-            try_number=int(getattr(ti, "try_number", 1) or 1),
-            max_tries=int(getattr(ti, "max_tries", 0) or 0),
+            try_number=try_number,
+            max_tries=max_tries,
             task_id=str(getattr(ti, "task_id", "")),
             map_index=int(map_index if map_index is not None else -1),
+            clear_number=_int(getattr(dag_run, "clear_number", 0), 0),
+            bundle_version=_bundle_version(ti, dag_run),
+            first_try_number=min(try_number, max(1, max_tries - retries + 1)),
         )
+
+
+def _int(value: Any, default: int) -> int:
+    """``value`` as an int; ``default`` for None, booleans and anything not integral."""
+    if isinstance(value, bool) or value is None:
+        return default
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def _bundle_version(ti: Any, dag_run: Any) -> str | None:
+    """The DAG bundle version of the running task: ``ti.bundle_instance.version``, else
+    ``dag_run.bundle_version``; None when neither is set (an unversioned bundle)."""
+    version = getattr(getattr(ti, "bundle_instance", None), "version", None)
+    if not version:
+        version = getattr(dag_run, "bundle_version", None)
+    return str(version) if version else None

@@ -10,7 +10,10 @@ unchanged so that Airflow's retries apply.
 
 Lineage: every stage calls the emit hook through :func:`_lineage`, which imports
 ``contract_runtime.lineage`` lazily and swallows every error, so lineage never changes a task's
-outcome.
+outcome. Datasets are named after their physical location (DESIGN §6.3): audit and publish pass
+the warehouse's OpenLineage namespace and database (:func:`lineage_warehouse`) with the target
+table, so the dataset ``audit`` tested (OTHER) and the one ``publish`` wrote (COMPLETE) are one
+identity.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from typing import Any
 from contract_runtime.manifest import ManifestError, find_dag, load_manifest
 from contract_runtime.run import RunIdentity
 from contract_runtime.sqlutil import TableRef
-from contract_runtime.tables import STAGING_SCHEMA, staging_table
+from contract_runtime.tables import STAGING_SCHEMA, staging_table, target_table
 from contract_runtime.warehouse import Warehouse, open_warehouse
 
 __all__ = [
@@ -31,6 +34,7 @@ __all__ = [
     "QualityGateFailed",
     "audit",
     "lineage_fail",
+    "lineage_warehouse",
     "produce",
     "publish",
 ]
@@ -77,6 +81,42 @@ def _lineage(hook: str, *args: Any) -> None:
         fn(*args)
     except Exception as exc:  # noqa: BLE001 - lineage must never change the task outcome
         log.warning("lineage %s failed: %s: %s", hook, type(exc).__name__, exc)
+
+
+def lineage_warehouse(wh: Warehouse) -> dict[str, str]:
+    """How lineage names the warehouse ``wh``: ``{"warehouse_namespace", "warehouse_database"}``.
+
+    A DuckDB file gives ``duckdb_warehouse_namespace(path)`` and its catalog; a server database
+    gives ``sql_warehouse_namespace(connection URI)`` (scheme, host, port; no credentials) and
+    its database (both helpers from ``contract_runtime.lineage``). Call it while ``wh`` is open.
+
+    :returns: The two keys to merge into a dataset or output given to the emit hook (the
+        database is left out when unknown); ``{}`` when the lineage package is absent or the
+        location cannot be told, so datasets fall back to the lineage namespace. Never raises.
+    """
+    try:
+        module = importlib.import_module("contract_runtime.lineage")
+    except Exception:  # noqa: BLE001 - absent or broken: _lineage reports it on the emit
+        return {}
+    try:
+        location = wh.location()
+        if location.duckdb_file:
+            namespace = module.duckdb_warehouse_namespace(location.duckdb_file)
+        elif location.connection_uri:
+            namespace = module.sql_warehouse_namespace(location.connection_uri)
+        else:
+            return {}
+    except Exception as exc:  # noqa: BLE001 - lineage must never change the task outcome
+        # The type only: a message could quote the connection URI and its password.
+        log.warning(
+            "lineage: the warehouse's location is unknown (%s); datasets are named in the lineage namespace",
+            type(exc).__name__,
+        )
+        return {}
+    naming = {"warehouse_namespace": str(namespace)}
+    if location.database:
+        naming["warehouse_database"] = str(location.database)
+    return naming
 
 
 def _load(manifest_path: str, contract_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -186,6 +226,7 @@ def audit(
     staging = staging_tables(dag, run)
     wh = opener(runtime.get("warehouse_conn_id"))
     try:
+        naming = lineage_warehouse(wh)
         verdicts: list[DatasetVerdict] = []
         for ds in runtime["datasets"]:
             table = staging[str(ds["name"])]
@@ -199,7 +240,9 @@ def audit(
             except QualityRuleError as exc:
                 raise _NonRetryableProducer(f"{contract_id}: {exc}") from exc
             verdicts.append(verdict)
-            _lineage("emit_assertions", manifest, dag, run, ds, verdict.results)
+            # the tested dataset is named like publish's output: the target table, not staging
+            tested = {**ds, "table": target_table(str(runtime["domain"]), str(ds["name"])).dotted, **naming}
+            _lineage("emit_assertions", manifest, dag, run, tested, verdict.results)
         statuses = [v.status(on_failure) for v in verdicts]
         summary: dict[str, Any] = {
             "contract_id": contract_id,
@@ -265,15 +308,16 @@ def publish(
             outputs = publish_datasets(wh, dag, run, verdicts)
         except PublishError as exc:
             raise _NonRetryableProducer(str(exc)) from exc
+        naming = lineage_warehouse(wh)
     finally:
         wh.close()
-    _lineage("emit_complete", manifest, dag, run, [_lineage_output(o) for o in outputs])
+    _lineage("emit_complete", manifest, dag, run, [_lineage_output(o, naming) for o in outputs])
     return outputs
 
 
-def _lineage_output(output: dict[str, Any]) -> dict[str, Any]:
+def _lineage_output(output: dict[str, Any], naming: dict[str, str]) -> dict[str, Any]:
     keys = ("dataset", "asset", "table", "row_count", "columns", "quality_status", "quarantined")
-    return {k: output[k] for k in keys}
+    return {**{k: output[k] for k in keys}, **naming}
 
 
 def asset_event_extra(output: dict[str, Any], dag: dict[str, Any]) -> dict[str, Any]:

@@ -27,6 +27,7 @@ import os
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Self
 
 from contract_runtime.sqlutil import (
@@ -42,6 +43,7 @@ __all__ = [
     "DuckDBWarehouse",
     "Warehouse",
     "WarehouseError",
+    "WarehouseLocation",
     "default_duckdb_path",
     "open_warehouse",
 ]
@@ -54,6 +56,26 @@ INSERT_BATCH: int = 1000
 
 class WarehouseError(Exception):
     """The warehouse cannot be selected or opened, or a swap precondition failed."""
+
+
+@dataclass(frozen=True)
+class WarehouseLocation:
+    """Where a warehouse's tables physically are, so lineage can name them (DESIGN §6.3).
+
+    Exactly one of ``duckdb_file`` and ``connection_uri`` is set.
+
+    :ivar duckdb_file: Absolute path of the embedded DuckDB file.
+    :ivar connection_uri: The Airflow connection's URI of a server database. It may hold
+        credentials: it is only for ``contract_runtime.lineage.sql_warehouse_namespace``, which
+        keeps scheme, host and port; ``repr`` leaves it out.
+    :ivar database: The database (catalog) the tables live in, the first part of an OpenLineage
+        dataset name: DuckDB's catalog (the file's stem), or the connection's database; None
+        when unknown.
+    """
+
+    duckdb_file: str | None = None
+    connection_uri: str | None = field(default=None, repr=False)
+    database: str | None = None
 
 
 class Warehouse(ABC):
@@ -307,6 +329,13 @@ class Warehouse(ABC):
         """``CONTRACT_ASSETS_WAREHOUSE_*`` variables telling a subprocess where the warehouse is."""
         return {"CONTRACT_ASSETS_WAREHOUSE_KIND": self.dialect}
 
+    def location(self) -> WarehouseLocation:
+        """Where the tables physically are (for lineage dataset names); call while open.
+
+        :raises WarehouseError: When the location cannot be told (this base class cannot).
+        """
+        raise WarehouseError(f"{type(self).__name__} cannot tell its location")
+
     @contextlib.contextmanager
     def released(self) -> Iterator[None]:
         """Let another process use the warehouse for the duration of the block.
@@ -400,6 +429,11 @@ class DuckDBWarehouse(Warehouse):
     def env(self) -> dict[str, str]:
         return {"CONTRACT_ASSETS_WAREHOUSE_KIND": "duckdb", "CONTRACT_ASSETS_WAREHOUSE_PATH": self.path}
 
+    def location(self) -> WarehouseLocation:
+        """The DuckDB file and its catalog name (DuckDB names the catalog after the file's stem)."""
+        catalog = self.scalar("select current_database()")
+        return WarehouseLocation(duckdb_file=self.path, database=str(catalog) if catalog else None)
+
     @contextlib.contextmanager
     def released(self) -> Iterator[None]:
         if self._in_transaction:
@@ -437,13 +471,16 @@ class DbApiWarehouse(Warehouse):
     :param dialect: ``"postgres"`` for PostgreSQL (enables ``ALTER TABLE ... SET SCHEMA``),
         else the connection type (tables are then moved by copy).
     :param conn_id: The Airflow connection id, for messages and :meth:`env`.
+    :param connection: The Airflow Connection (for :meth:`location`); default the hook's own
+        ``connection``.
     """
 
-    def __init__(self, hook: Any, *, dialect: str, conn_id: str) -> None:
+    def __init__(self, hook: Any, *, dialect: str, conn_id: str, connection: Any = None) -> None:
         super().__init__()
         self.hook = hook
         self.dialect = dialect
         self.conn_id = conn_id
+        self._airflow_connection = connection
         self.description = f"{dialect} connection {conn_id!r}"
         self._con = hook.get_conn()
         with contextlib.suppress(Exception):
@@ -516,6 +553,15 @@ class DbApiWarehouse(Warehouse):
     def env(self) -> dict[str, str]:
         return {"CONTRACT_ASSETS_WAREHOUSE_KIND": self.dialect, "CONTRACT_ASSETS_WAREHOUSE_CONN_ID": self.conn_id}
 
+    def location(self) -> WarehouseLocation:
+        """The connection's URI and database (the hook's ``database`` override, else the
+        connection's ``schema`` field, which Airflow's SQL connections use for the database)."""
+        conn = self._airflow_connection or getattr(self.hook, "connection", None)
+        if conn is None or not hasattr(conn, "get_uri"):
+            raise WarehouseError(f"connection {self.conn_id!r}: no Airflow Connection to tell its location")
+        database = getattr(self.hook, "database", None) or getattr(conn, "schema", None)
+        return WarehouseLocation(connection_uri=str(conn.get_uri()), database=str(database) if database else None)
+
 
 # ---------------------------------------------------------------------- selection
 
@@ -572,6 +618,6 @@ def open_warehouse(conn_id: str | None) -> Warehouse:
         if not hasattr(hook, "get_conn"):
             raise WarehouseError(f"connection {conn_id!r} ({conn_type}) has no DB-API hook")
         dialect = "postgres" if conn_type in ("postgres", "postgresql") else conn_type
-        wh = DbApiWarehouse(hook, dialect=dialect, conn_id=str(conn_id))
+        wh = DbApiWarehouse(hook, dialect=dialect, conn_id=str(conn_id), connection=conn)
     log.info("warehouse: %s", wh.description)
     return wh

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from typing import Any
 
 import pytest
 
@@ -30,9 +31,29 @@ os.environ.pop("AIRFLOW_CONFIG", None)
 os.environ.pop("AIRFLOW__CORE__UNIT_TEST_MODE", None)
 
 
+_SUMMARY_KEY = pytest.StashKey[list[str]]()
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     """Remove the session's temporary AIRFLOW_HOME."""
     shutil.rmtree(_AIRFLOW_HOME, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def terminal_summary(request: pytest.FixtureRequest) -> list[str]:
+    """Lines a test wants shown in the terminal summary (printed without ``-s``, pass or fail)."""
+    return request.config.stash.setdefault(_SUMMARY_KEY, [])
+
+
+def pytest_terminal_summary(
+    terminalreporter: Any, exitstatus: int, config: pytest.Config
+) -> None:
+    """Print what tests put into :func:`terminal_summary`, e.g. the e2e lineage event counts."""
+    lines = config.stash.get(_SUMMARY_KEY, [])
+    if lines:
+        terminalreporter.section("contract-assets observations")
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 @pytest.fixture(scope="session")

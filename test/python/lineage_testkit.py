@@ -56,6 +56,9 @@ class StandInRunIdentity:
     max_tries: int
     task_id: str
     map_index: int = -1
+    clear_number: int = 0
+    bundle_version: str | None = None
+    first_try_number: int = 1
 
 
 try:
@@ -162,20 +165,50 @@ def iter_facets(event: Mapping[str, Any]) -> Iterable[tuple[str, str, dict[str, 
                     yield f"{side}[{index}].{field}", key, facet
 
 
-def validate_event(event: Mapping[str, Any]) -> None:
+#: Core definitions a facet may name as its ``_schemaURL`` when it has no schema of its own.
+GENERIC_FACET_SCHEMAS = frozenset(
+    f"{CORE_SCHEMA_ID}#/$defs/{name}"
+    for name in (
+        "RunFacet",
+        "JobFacet",
+        "DatasetFacet",
+        "InputDatasetFacet",
+        "OutputDatasetFacet",
+    )
+)
+
+
+def validate_event(
+    event: Mapping[str, Any], *, allow_generic_facets: bool = False
+) -> list[str]:
     """Validate an event against the core RunEvent schema, then each facet against its own schema.
 
     Each facet must carry ``_producer`` and ``_schemaURL``; the schema document is the one whose
     ``$id`` is the ``_schemaURL`` without its fragment, the facet must be valid against the
     fragment's definition, and ``{key: facet}`` against the document's top level (so the facet key
     is the one the schema names).
+
+    :param allow_generic_facets: Accept facets whose ``_schemaURL`` is a core base definition
+        (:data:`GENERIC_FACET_SCHEMAS`, e.g. the Airflow provider's ``airflow`` and
+        ``airflowDagRun`` run facets declare ``OpenLineage.json#/$defs/RunFacet``): such a facet is
+        validated against that definition, the only schema it names. Off for our own events,
+        whose facets all have schemas of their own.
+    :returns: ``where.key`` of each facet validated against a generic definition only.
     """
     _validator(f"{CORE_SCHEMA_ID}#/$defs/RunEvent").validate(event)
     registry = spec_registry()
+    generic: list[str] = []
     for where, key, facet in iter_facets(event):
         assert "_producer" in facet and "_schemaURL" in facet, (
             f"{where}.{key} lacks _producer/_schemaURL"
         )
+        if facet["_schemaURL"] in GENERIC_FACET_SCHEMAS:
+            assert allow_generic_facets, (
+                f"{where}.{key}: {facet['_schemaURL']} is a base definition, not a facet schema"
+            )
+            _validator(facet["_schemaURL"]).validate(facet)
+            generic.append(f"{where}.{key}")
+            continue
         document_id, _, fragment = facet["_schemaURL"].partition("#")
         assert fragment.startswith("/$defs/"), facet["_schemaURL"]
         document = registry.contents(document_id)
@@ -184,6 +217,7 @@ def validate_event(event: Mapping[str, Any]) -> None:
         )
         _validator(facet["_schemaURL"]).validate(facet)
         _validator(document_id).validate({key: facet})
+    return generic
 
 
 def is_tz_aware(text: str) -> bool:

@@ -10,18 +10,28 @@ Setup (once per module):
   defined, so the embedded default is used), ``PYTHONPATH=<project>/orchestration/jobs`` for
   the python producer, ``PATH`` starting with the venv and ``test/python/shims`` (the
   ``dbt-warehouse-shim`` stand-in for the ``dbt`` command family), and the OpenLineage file
-  transport into the home (``lineage.jsonl``).
+  transport into the home (``lineage.jsonl``). The Airflow OpenLineage provider is installed
+  (from the lock) and writes its DAG-run and task events to the same file.
 
 Main run: ``scripts/localrun.py run`` runs every DAG in dependency order (derived from the
 manifest's edges) with ``DAG.test()`` in one process, the call ``airflow dags test`` makes.
 Seeded run: a copy of the project gets a failing ``error`` rule (billing.invoices_raw,
-``block_publish``), a failing ``warning`` rule (crm.accounts_raw) and a failing ``error`` rule
-under ``quarantine`` (revrec.monthly); it is recompiled with the CLI and run on a copy of the
-main run's warehouse; the blocked DAG goes through the real ``airflow dags test`` command.
+``block_publish``; its tasks have ``retries: 2`` from the config defaults), a failing
+``warning`` rule (crm.accounts_raw) and a failing ``error`` rule under ``quarantine``
+(revrec.monthly); finance.fiscal_calendar gets ``retries: 1`` with a 1 s delay and a shim that
+fails its first call (a transient, retryable failure). The copy is recompiled with the CLI and
+run on a copy of the main run's warehouse; the blocked DAG goes through the real ``airflow dags
+test`` command.
+
+Lineage: every event of both runs (ours and the provider's) validates against the OpenLineage
+spec copy and each facet against its own schema; each of our DAG runs follows the run cycle, its
+runId equals the provider's DAG-run runId, and the observed counts per emitter and event type
+are asserted and printed in the terminal summary.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -29,10 +39,13 @@ import sqlite3
 import subprocess
 import sys
 from collections import Counter
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from contract_runtime.lineage.facets import PRODUCER as OUR_PRODUCER
+from lineage_testkit import check_run_cycle, read_events, requires_spec, validate_event
 
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
@@ -62,7 +75,7 @@ EXPECTED_ROWS = {
 # ---------------------------------------------------------------------- helpers
 
 
-def airflow_env(home: Path, project: Path) -> dict[str, str]:
+def airflow_env(home: Path, project: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW__", "OPENLINEAGE", "CONTRACT_ASSETS_"))}
     env.pop("AIRFLOW_CONFIG", None)
     env.update(
@@ -77,6 +90,7 @@ def airflow_env(home: Path, project: Path) -> dict[str, str]:
         OPENLINEAGE__TRANSPORT__APPEND="true",
         PYTHONDONTWRITEBYTECODE="1",
     )
+    env.update(extra)
     return env
 
 
@@ -87,10 +101,10 @@ def new_home(base: Path, name: str, template_db: Path) -> Path:
     return home
 
 
-def localrun(home: Path, project: Path, *extra: str) -> dict[str, Any]:
+def localrun(home: Path, project: Path, *extra: str, env: dict[str, str] | None = None) -> dict[str, Any]:
     proc = subprocess.run(
         [sys.executable, str(LOCALRUN), "run", "--project", str(project), "--logical-date", LOGICAL_DATE, *extra],
-        env=airflow_env(home, project),
+        env=airflow_env(home, project, **(env or {})),
         capture_output=True,
         text=True,
         timeout=TIMEOUT,
@@ -211,8 +225,13 @@ SEEDS = {
 }
 
 
+#: finance.fiscal_calendar in the seeded project: one retry, after 1 s (DAG.test() waits for it).
+RETRY_OVERRIDE = "  - match: {contract: finance.fiscal_calendar}\n    retries: 1\n    retry_delay: PT1S\n"
+
+
 def seed_project(dest: Path) -> None:
-    """Copy the project's inputs to ``dest`` and add one failing rule to three contracts."""
+    """Copy the project's inputs to ``dest``, add one failing rule to three contracts and a retry
+    to finance.fiscal_calendar."""
     for part in ("contracts", "sql", "orchestration/airflow", "orchestration/sample_data", "orchestration/jobs"):
         shutil.copytree(REPO / part, dest / part, ignore=shutil.ignore_patterns("__pycache__"))
     for rel, rule in SEEDS.items():
@@ -222,6 +241,11 @@ def seed_project(dest: Path) -> None:
         indent = len(lines[at]) - len(lines[at].lstrip()) + 2
         lines.insert(at + 1, " " * indent + "- " + rule + "\n")
         path.write_text("".join(lines), encoding="utf-8")
+    config = dest / "orchestration" / "airflow" / "sources" / "config.yaml"
+    text = config.read_text(encoding="utf-8")
+    override = "  - match: {contract: finance.fiscal_calendar}\n    retries: 0\n"
+    assert override in text
+    config.write_text(text.replace(override, RETRY_OVERRIDE), encoding="utf-8")
     proc = subprocess.run(
         ["node", str(REPO / "bin" / "contract-assets.js"), "compile", "--root", str(dest)],
         capture_output=True,
@@ -238,7 +262,16 @@ def seeded_run(workdir: Path, template_db: Path, main_run: dict[str, Any]) -> di
     seed_project(project)
     home = new_home(workdir, "seeded-home", template_db)
     shutil.copy2(main_run["warehouse"], home / "warehouse.duckdb")
-    result = localrun(home, project, "--no-seed", "--only", "crm.accounts_raw", "revrec.monthly")
+    result = localrun(
+        home,
+        project,
+        "--no-seed",
+        "--only",
+        "crm.accounts_raw",
+        "finance.fiscal_calendar",
+        "revrec.monthly",
+        env={"SHIM_FAIL_ONCE": str(home / "shim-failed-once")},
+    )
     cli = subprocess.run(
         [str(VENV_BIN / "airflow"), "dags", "test", "billing.invoices_raw", LOGICAL_DATE],
         env=airflow_env(home, project),
@@ -327,16 +360,6 @@ def test_audit_verdict_is_in_xcom(main_run: dict[str, Any]) -> None:
     ]
 
 
-def test_lineage_file_transport_received_events(main_run: dict[str, Any]) -> None:
-    """The runtime and the provider send to the transport the environment configures (here a
-    file); event content is test_lineage*'s business."""
-    path = main_run["home"] / "lineage.jsonl"
-    if not path.exists():
-        pytest.skip("no lineage events written (contract_runtime.lineage absent or disabled)")
-    events = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    assert events and all("eventType" in e for e in events)
-
-
 # ---------------------------------------------------------------------- seeded failures
 
 
@@ -393,3 +416,247 @@ def test_seeded_quarantine_leaves_targets_and_fills_quarantine(
     verdict = xcom_value(seeded_run["home"], "revrec.monthly", "audit", "quality")
     assert verdict["status"] == "quarantined" and verdict["datasets"][0]["failed_errors"] == ["seeded_quarantine"]
     assert sorted(q["table"].split(".", 1)[1] for q in verdict["quarantine"]) == sorted(quarantined)
+
+
+# ---------------------------------------------------------------------- lineage
+
+
+def _load_localrun() -> Any:
+    """``scripts/localrun.py`` as a module: the test counts events the way the demo does."""
+    spec = importlib.util.spec_from_file_location("localrun", LOCALRUN)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+LOCALRUN_MODULE = _load_localrun()
+
+#: Events per emitter and type in each home, as observed with the lock (Airflow 3.2.2,
+#: apache-airflow-providers-openlineage 2.20.3). Ours follow from the corpus: one START and one
+#: terminal event per DAG run, one OTHER per audited dataset (revrec.monthly has two). The
+#: provider sends one START and one terminal event per task try and a terminal event per DAG run,
+#: but no DAG-run START here: its listener sends that only from a scheduler, and DAG.test() /
+#: ``airflow dags test`` have none. Seeded home: crm.accounts_raw and finance.fiscal_calendar
+#: publish, revrec.monthly and billing.invoices_raw fail in audit (publish is upstream_failed: no
+#: task events), and fiscal_calendar's produce runs twice (try 1 fails, try 2 succeeds).
+EXPECTED_LINEAGE_COUNTS: dict[str, dict[str, dict[str, int]]] = {
+    "main": {
+        "contract-assets": {"START": 12, "OTHER": 13, "COMPLETE": 12},
+        "provider DAG run": {"COMPLETE": 12},
+        "provider task": {"START": 36, "COMPLETE": 36},
+    },
+    "seeded": {
+        "contract-assets": {"START": 4, "OTHER": 5, "COMPLETE": 2, "FAIL": 2},
+        "provider DAG run": {"COMPLETE": 2, "FAIL": 2},
+        "provider task": {"START": 11, "COMPLETE": 8, "FAIL": 3},
+    },
+}
+
+
+def lineage_events(home: Path) -> list[dict[str, Any]]:
+    return read_events(home / "lineage.jsonl")
+
+
+def is_ours(event: dict[str, Any]) -> bool:
+    return event["producer"] == OUR_PRODUCER
+
+
+def airflow_dag_runs(home: Path) -> dict[str, list[str]]:
+    con = sqlite3.connect(f"file:{home / 'airflow.db'}?mode=ro", uri=True)
+    try:
+        rows = con.execute("select dag_id, run_id from dag_run order by id").fetchall()
+    finally:
+        con.close()
+    runs: dict[str, list[str]] = {}
+    for dag_id, run_id in rows:
+        runs.setdefault(dag_id, []).append(run_id)
+    return runs
+
+
+def task_tries(home: Path, dag_id: str) -> dict[str, dict[str, Any]]:
+    """``{task_id: {"try_number", "max_tries", "state", "earlier": [(try, state), ...]}}``."""
+    con = sqlite3.connect(f"file:{home / 'airflow.db'}?mode=ro", uri=True)
+    try:
+        current = con.execute(
+            "select task_id, try_number, max_tries, state from task_instance where dag_id = ?", (dag_id,)
+        ).fetchall()
+        history = con.execute(
+            "select task_id, try_number, state from task_instance_history where dag_id = ? order by try_number",
+            (dag_id,),
+        ).fetchall()
+    finally:
+        con.close()
+    tries = {t: {"try_number": n, "max_tries": m, "state": s, "earlier": []} for t, n, m, s in current}
+    for task_id, number, state in history:
+        tries[task_id]["earlier"].append((number, state))
+    return tries
+
+
+def warehouse_identity(home: Path, table: str) -> tuple[str, str]:
+    """What lineage must call a table of the home's DuckDB warehouse (DESIGN §6.3): the file's
+    ``duckdb://`` namespace and ``<catalog>.<schema>.<table>`` (the catalog is the file's stem)."""
+    return f"duckdb://{os.path.abspath(home / 'warehouse.duckdb')}", f"warehouse.{table}"
+
+
+def asset_of(dataset: dict[str, Any]) -> str:
+    (link,) = [i for i in dataset["facets"]["symlinks"]["identifiers"] if i["type"] == "ASSET"]
+    return str(link["name"])
+
+
+def check_dag_run_lineage(
+    events: list[dict[str, Any]], home: Path, dag: dict[str, Any], terminal: str
+) -> list[dict[str, Any]]:
+    """Our events of the DAG's one run in ``home``: the run cycle, one identity for what audit
+    tested and publish wrote, and the provider's DAG-run runId. Returns our events of the run."""
+    dag_id = dag["dag_id"]
+    (airflow_run_id,) = airflow_dag_runs(home)[dag_id]
+    ours = [e for e in events if is_ours(e) and e["job"]["name"] == dag_id]
+    check_run_cycle(ours, terminal)  # one START first, one terminal last, OTHER between, UUID, tz
+    times = [datetime.fromisoformat(e["eventTime"]) for e in ours]
+    assert times == sorted(times), [e["eventTime"] for e in ours]
+    types = [e["eventType"] for e in ours]
+    assert types.count("OTHER") == len(dag["runtime"]["datasets"]), types
+
+    # the provider's event of the same Airflow DAG run (found by the run_id it reports)
+    provider = [
+        e
+        for e in events
+        if LOCALRUN_MODULE.emitter_of(e) == "provider DAG run"
+        and e["run"]["facets"]["airflowDagRun"]["dagRun"]["run_id"] == airflow_run_id
+    ]
+    assert [e["eventType"] for e in provider] == [terminal], [e["eventType"] for e in provider]
+    provider_run_id = provider[0]["run"]["runId"]
+    assert ours[0]["run"]["runId"] == provider_run_id, (dag_id, ours[0]["run"]["runId"], provider_run_id)
+    parent = ours[0]["run"]["facets"]["parent"]
+    assert parent["run"]["runId"] == provider_run_id
+    assert (parent["job"]["namespace"], parent["job"]["name"]) == (
+        provider[0]["job"]["namespace"],
+        provider[0]["job"]["name"],
+    )
+    tasks = [
+        e
+        for e in events
+        if LOCALRUN_MODULE.emitter_of(e) == "provider task" and e["job"]["name"].startswith(f"{dag_id}.")
+    ]
+    assert tasks and {t["run"]["facets"]["parent"]["run"]["runId"] for t in tasks} == {provider_run_id}
+
+    # what audit tested (OTHER) is what publish wrote (COMPLETE): one physical identity
+    domain = dag["runtime"]["domain"]
+    expected = {
+        d["asset"]: warehouse_identity(home, f"{domain}.{d['name']}") for d in dag["runtime"]["datasets"]
+    }
+    tested = {}
+    for event in (e for e in ours if e["eventType"] == "OTHER"):
+        (dataset,) = event["inputs"]
+        rules = [a["name"] for a in dataset["inputFacets"]["dataQualityAssertions"]["assertions"]]
+        declared = next(d for d in dag["runtime"]["datasets"] if d["asset"] == asset_of(dataset))
+        assert rules == [q["name"] for q in declared["quality"]]
+        tested[asset_of(dataset)] = (dataset["namespace"], dataset["name"])
+    assert tested == expected
+    if terminal == "COMPLETE":
+        written = {asset_of(o): (o["namespace"], o["name"]) for o in ours[-1]["outputs"]}
+        assert written == expected
+    return ours
+
+
+def failed_assertions(events: list[dict[str, Any]]) -> list[tuple[str, bool]]:
+    return [
+        (a["name"], a["success"])
+        for e in events
+        if e["eventType"] == "OTHER"
+        for a in e["inputs"][0]["inputFacets"]["dataQualityAssertions"]["assertions"]
+        if not a["success"]
+    ]
+
+
+@requires_spec
+def test_every_lineage_event_is_spec_valid(main_run: dict[str, Any], seeded_run: dict[str, Any]) -> None:
+    """Every event in both homes, ours and the provider's, validates against the spec copy, and
+    each facet against its own schema (ours: official facet files or contract_runtime/facets)."""
+    generic: Counter[str] = Counter()
+    for run in (main_run, seeded_run):
+        events = lineage_events(run["home"])
+        assert events, f"no lineage events in {run['home']}"
+        for event in events:
+            for where in validate_event(event, allow_generic_facets=not is_ours(event)):
+                generic[where.rsplit(".", 1)[-1]] += 1
+    # only the provider's Airflow facets name a core base definition (RunFacet) as their schema
+    assert set(generic) <= {"airflow", "airflowDagRun", "airflowState", "unknownSourceAttribute"}, generic
+
+
+def test_lineage_of_every_published_run(main_run: dict[str, Any], manifest: dict[str, Any]) -> None:
+    events = lineage_events(main_run["home"])
+    for dag in manifest["dags"]:
+        ours = check_dag_run_lineage(events, main_run["home"], dag, "COMPLETE")
+        failed = failed_assertions(ours)
+        if dag["dag_id"] == "revrec.monthly":  # the degraded balance (see the Asset event test)
+            assert failed == [("no_unbilled_revenue", False)]
+        else:
+            assert failed == [], (dag["dag_id"], failed)
+    # the graph joins: a consumer names its upstream exactly as the upstream's producer named it
+    completes = [e for e in events if is_ours(e) and e["eventType"] == "COMPLETE"]
+    written = {asset_of(o): (o["namespace"], o["name"]) for e in completes for o in e["outputs"]}
+    read = {asset_of(i): (i["namespace"], i["name"]) for e in completes for i in e["inputs"]}
+    joined = {asset for asset in read if asset in written}
+    assert joined and all(read[asset] == written[asset] for asset in joined), (read, written)
+    assert read["fx.rates_daily"] == warehouse_identity(main_run["home"], "fx.rates_daily")  # external, seeded
+
+
+def test_lineage_of_the_seeded_runs(seeded_run: dict[str, Any], manifest: dict[str, Any]) -> None:
+    home = seeded_run["home"]
+    events = lineage_events(home)
+    seeded_manifest = json.loads((seeded_run["project"] / "generated" / "manifest.json").read_text(encoding="utf-8"))
+    dags = {d["dag_id"]: d for d in seeded_manifest["dags"]}
+
+    # blocked: START, OTHER naming the failing rule, one FAIL; AirflowFailException spent no retry
+    blocked = check_dag_run_lineage(events, home, dags["billing.invoices_raw"], "FAIL")
+    assert [e["eventType"] for e in blocked] == ["START", "OTHER", "FAIL"]
+    assert failed_assertions(blocked) == [("seeded_error", False)]
+    message = blocked[-1]["run"]["facets"]["errorMessage"]["message"]
+    assert "task audit failed: QualityGateFailed" in message and "seeded_error" in message
+    assert dags["billing.invoices_raw"]["default_args"]["retries"] >= 1
+    audit = task_tries(home, "billing.invoices_raw")["audit"]
+    assert (audit["try_number"], audit["max_tries"], audit["state"], audit["earlier"]) == (1, 2, "failed", [])
+
+    quarantined = check_dag_run_lineage(events, home, dags["revrec.monthly"], "FAIL")
+    assert [e["eventType"] for e in quarantined] == ["START", "OTHER", "OTHER", "FAIL"]
+    assert ("seeded_quarantine", False) in failed_assertions(quarantined)
+
+    degraded = check_dag_run_lineage(events, home, dags["crm.accounts_raw"], "COMPLETE")
+    assert failed_assertions(degraded) == [("seeded_warning", False)]
+
+    # a retried task: try 1 failed (retryable), try 2 succeeded; no FAIL of ours, one START
+    retried = check_dag_run_lineage(events, home, dags["finance.fiscal_calendar"], "COMPLETE")
+    assert [e["eventType"] for e in retried] == ["START", "OTHER", "COMPLETE"]
+    produce = task_tries(home, "finance.fiscal_calendar")["produce"]
+    assert produce["try_number"] == 2 and produce["state"] == "success", produce
+    assert [n for n, _ in produce["earlier"]] == [1] and produce["earlier"][0][1] != "success", produce
+    assert (home / "shim-failed-once").exists()
+    provider_produce = [
+        e["eventType"]
+        for e in events
+        if LOCALRUN_MODULE.emitter_of(e) == "provider task" and e["job"]["name"] == "finance.fiscal_calendar.produce"
+    ]
+    # the provider saw both tries and sent a task FAIL for try 1; we sent no FAIL for it
+    assert provider_produce == ["START", "FAIL", "START", "COMPLETE"], provider_produce
+
+
+def test_lineage_event_counts(
+    main_run: dict[str, Any], seeded_run: dict[str, Any], terminal_summary: list[str]
+) -> None:
+    """The observed counts per emitter and type, asserted and printed in the terminal summary."""
+    observed = {
+        name: {
+            emitter: dict(sorted(counts.items()))
+            for emitter, counts in sorted(LOCALRUN_MODULE.count_events(lineage_events(run["home"])).items())
+        }
+        for name, run in (("main", main_run), ("seeded", seeded_run))
+    }
+    lines = []
+    for name, by_emitter in observed.items():
+        for emitter, counts in by_emitter.items():
+            kinds = ", ".join(f"{t} {counts[t]}" for t in LOCALRUN_MODULE.EVENT_TYPES if t in counts)
+            lines.append(f"e2e lineage, {name} run, {emitter}: {kinds}")
+    terminal_summary.extend(lines)
+    assert observed == EXPECTED_LINEAGE_COUNTS, "\n".join(lines)

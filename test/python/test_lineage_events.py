@@ -240,11 +240,14 @@ def test_git_commit_from_the_environment_and_from_the_bundle_version(
     )
     emit_start(MANIFEST, dag, make_run(dag["dag_id"]))
 
-    @dataclasses.dataclass(frozen=True)
-    class BundledRun(type(make_run("x"))):  # type: ignore[misc]
-        bundle_version: str = "fedcba9876543210fedcba9876543210fedcba98"
-
-    emit_start(MANIFEST, dag, BundledRun(**dataclasses.asdict(make_run(dag["dag_id"]))))
+    emit_start(
+        MANIFEST,
+        dag,
+        dataclasses.replace(
+            make_run(dag["dag_id"]),
+            bundle_version="fedcba9876543210fedcba9876543210fedcba98",
+        ),
+    )
     first, second, third = (
         e["run"]["facets"]["contractAssets_provenance"]
         for e in read_events(events_file)

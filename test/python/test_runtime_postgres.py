@@ -125,6 +125,26 @@ def test_selection_uses_the_connection_hook(pg: Warehouse) -> None:
     assert pg.scalar("select ? + ?", [1, 2]) == 3
 
 
+def test_lineage_names_the_server_database(
+    pg: Warehouse, pg_server: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lineage datasets are named after the server (DESIGN §6.3): ``postgres://host:port`` and the
+    connection's database; the URI's credentials never reach the namespace or the repr."""
+    assert stages.lineage_warehouse(pg) == {
+        "warehouse_namespace": f"postgres://127.0.0.1:{pg_server['port']}",
+        "warehouse_database": "postgres",
+    }
+    monkeypatch.setenv(
+        f"AIRFLOW_CONN_{CONN_ID.upper()}_SECRET",
+        f"postgres://postgres:s3cret@127.0.0.1:{pg_server['port']}/postgres",
+    )
+    with open_warehouse(f"{CONN_ID}_secret") as wh:
+        location = wh.location()
+        naming = stages.lineage_warehouse(wh)
+    assert "s3cret" in (location.connection_uri or "") and "s3cret" not in repr(location)
+    assert naming["warehouse_namespace"] == f"postgres://127.0.0.1:{pg_server['port']}"
+
+
 @pytest.mark.parametrize("name", ['x"; drop table public.victims; --', "percent%s?", "it's", "MiXeD case"])
 def test_hostile_identifiers(pg: Warehouse, name: str) -> None:
     pg.execute("create table public.victims (v int)")

@@ -29,6 +29,7 @@ class Hook:
         self.module = types.ModuleType("contract_runtime.lineage")
         for name in ("emit_start", "emit_assertions", "emit_complete", "emit_fail"):
             setattr(self.module, name, self._recorder(name))
+        self.module.duckdb_warehouse_namespace = lambda path: f"duckdb://{path}"  # type: ignore[attr-defined]
 
     def _recorder(self, name: str) -> Any:
         def record(*args: Any) -> None:
@@ -104,10 +105,24 @@ def test_passing_run_publishes(env: dict[str, Any], hook: Hook) -> None:
     assert [c["name"] for c in outputs[0]["columns"]] == ["order_id", "amount", "status", "updated_at"]
     assert rows(env, TARGET) == 3
     assert hook.names() == ["emit_start", "emit_assertions", "emit_complete"]
+    # both events name the dataset after the warehouse it is in and its target table (one identity)
+    naming = {"warehouse_namespace": f"duckdb://{env['path']}", "warehouse_database": "s"}
     _, args = hook.calls[1]
     assert args[3]["name"] == "orders" and [r["name"] for r in args[4]] == ["order_id_not_null", "rowCount"]
+    assert {k: args[3][k] for k in ("table", *naming)} == {"table": "sales.orders", **naming}
     _, args = hook.calls[2]
-    assert set(args[3][0]) == {"dataset", "asset", "table", "row_count", "columns", "quality_status", "quarantined"}
+    assert set(args[3][0]) == {
+        "dataset",
+        "asset",
+        "table",
+        "row_count",
+        "columns",
+        "quality_status",
+        "quarantined",
+        "warehouse_namespace",
+        "warehouse_database",
+    }
+    assert {k: args[3][0][k] for k in ("table", *naming)} == {"table": "sales.orders", **naming}
     with DuckDBWarehouse(env["path"]) as w:
         assert w.list_tables("_ca_staging") == []
 
@@ -232,6 +247,29 @@ def test_lineage_never_changes_the_outcome(
     stages._lineage("emit_start", {}, {}, run_identity())
     monkeypatch.setitem(sys.modules, "contract_runtime.lineage", None)  # import raises ImportError
     stages._lineage("emit_start", {}, {}, run_identity())
+
+
+def test_unknown_warehouse_location_names_datasets_in_the_lineage_namespace(
+    env: dict[str, Any], hook: Hook, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A warehouse that cannot tell its location costs only the physical names: one warning, no key."""
+
+    class Nowhere(DuckDBWarehouse):
+        def location(self) -> Any:
+            raise RuntimeError("postgres://etl:hunter2@db/x is unreachable")
+
+    def opener(conn_id: str | None) -> Warehouse:
+        return Nowhere(env["path"])
+
+    manifest, _ = setup(env, GOOD_SQL, "block_publish")
+    run = run_identity()
+    stages.produce(manifest, "sales.orders", run, opener=opener)
+    summary = stages.audit(manifest, "sales.orders", run, opener=opener)
+    stages.publish(manifest, "sales.orders", run, summary, opener=opener)
+    _, args = hook.calls[-1]
+    assert "warehouse_namespace" not in args[3][0] and args[3][0]["table"] == "sales.orders"
+    warnings = [r.getMessage() for r in caplog.records if "location is unknown" in r.getMessage()]
+    assert len(warnings) == 2 and not any("hunter2" in w for w in warnings)
 
 
 def test_lineage_fail_passes_the_error_and_task(env: dict[str, Any], hook: Hook) -> None:

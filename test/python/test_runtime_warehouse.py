@@ -326,6 +326,43 @@ def test_run_identity_from_context() -> None:
 
     with pytest.raises(dataclasses.FrozenInstanceError):
         run.try_number = 3  # type: ignore[misc]
+    assert run.clear_number == 0 and run.bundle_version is None  # neither given by the context
+
+
+class _Bundle:
+    version = "0123456789abcdef0123456789abcdef01234567"
+
+
+class _Task:
+    retries = 2
+
+
+def test_run_identity_reads_clear_number_bundle_version_and_the_first_try_after_a_clear() -> None:
+    """Airflow 3.2 gives ``dag_run.clear_number`` and ``ti.bundle_instance.version``; after a clear
+    it keeps counting tries (``max_tries = try_number + retries``), so the first try of the cleared
+    run is not try 1."""
+    import dataclasses
+
+    cleared_run = dataclasses.make_dataclass("DR", [("run_after", object), ("clear_number", int)])
+    ti = type("TI", (_TI,), {"try_number": 3, "max_tries": 4, "bundle_instance": _Bundle()})()
+    run = RunIdentity.from_context(
+        {"ti": ti, "dag_run": cleared_run(_DagRun.run_after, 1), "task": _Task(), "logical_date": None}
+    )
+    assert (run.clear_number, run.bundle_version) == (1, _Bundle.version)
+    assert run.first_try_number == 3 and run.is_first_try  # cleared after try 2: try 3 starts the new run
+    later = RunIdentity.from_context(
+        {"ti": type("TI", (_TI,), {"try_number": 4, "max_tries": 4})(), "dag_run": _DagRun(), "task": _Task()}
+    )
+    assert later.first_try_number == 3 and not later.is_first_try and not later.is_last_try
+    never_cleared = RunIdentity.from_context(
+        {"ti": type("TI", (_TI,), {"try_number": 1, "max_tries": 2})(), "dag_run": _DagRun(), "task": _Task()}
+    )
+    assert never_cleared.first_try_number == 1 and never_cleared.is_first_try
+    # a dag run that says where its bundle is, when the task instance does not
+    bundled = RunIdentity.from_context(
+        {"ti": _TI(), "dag_run": type("DR", (_DagRun,), {"bundle_version": "abc1234"})(), "task": _Task()}
+    )
+    assert bundled.bundle_version == "abc1234"
 
 
 def test_default_duckdb_is_created_with_its_folder(tmp_path: Path) -> None:

@@ -22,7 +22,6 @@ adds ``errorMessage``. Event times are ``now`` in UTC, ISO 8601 with offset.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -76,15 +75,15 @@ def job_name(dag: Mapping[str, Any]) -> str:
 def resolve_git_commit(run: object) -> tuple[str, str] | None:
     """The deployed commit and where it came from, or None when unknown.
 
-    Order: ``run.bundle_version`` if the run identity carries one; else the running task's DAG
-    bundle version (Airflow 3 ``ti.bundle_instance.version``; a Git bundle's version is the commit
-    id); else env ``CONTRACT_ASSETS_GIT_COMMIT``, then ``GIT_COMMIT``. Only values that look like
-    a commit id (7 to 64 lower-case hex digits) count.
+    Order: ``run.bundle_version`` (``RunIdentity`` reads the running task's DAG bundle version,
+    Airflow 3 ``ti.bundle_instance.version``; a Git bundle's version is the commit id); else env
+    ``CONTRACT_ASSETS_GIT_COMMIT``, then ``GIT_COMMIT``. Only values that look like a commit id (7
+    to 64 lower-case hex digits) count: the local ``dags-folder`` bundle has no version.
 
     :param run: The run identity.
     :returns: ``(commit, "dag_bundle" | "env")`` or None.
     """
-    bundle_version = getattr(run, "bundle_version", None) or _current_bundle_version()
+    bundle_version = getattr(run, "bundle_version", None)
     if F.is_commit(bundle_version):
         return str(bundle_version), "dag_bundle"
     for variable in ("CONTRACT_ASSETS_GIT_COMMIT", "GIT_COMMIT"):
@@ -92,20 +91,6 @@ def resolve_git_commit(run: object) -> tuple[str, str] | None:
         if F.is_commit(value):
             return value, "env"
     return None
-
-
-def _current_bundle_version() -> str | None:
-    """The DAG bundle version of the task running in this process, if Airflow exposes one."""
-    if "airflow.sdk" not in sys.modules:
-        return None
-    try:
-        from airflow.sdk import get_current_context
-
-        bundle = get_current_context()["ti"].bundle_instance  # type: ignore[attr-defined]
-        version = getattr(bundle, "version", None)
-    except Exception:  # noqa: BLE001 - not inside a task, or a runner without bundles
-        return None
-    return str(version) if version else None
 
 
 def _now() -> str:

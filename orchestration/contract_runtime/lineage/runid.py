@@ -38,8 +38,9 @@ __all__ = ["RunIdentityLike", "dag_run_id", "dag_run_instant", "provider_namespa
 class RunIdentityLike(Protocol):
     """What the emit hook reads from ``contract_runtime.run.RunIdentity``.
 
-    ``clear_number`` and ``bundle_version`` are optional extras: read with ``getattr`` and
-    default 0 / None when the identity does not carry them.
+    ``RunIdentity`` also carries ``clear_number`` (from ``dag_run.clear_number``) and
+    ``bundle_version`` (the DAG bundle version); the hook reads both with ``getattr`` and
+    defaults 0 / None, so a hand-made identity without them still works.
     """
 
     @property

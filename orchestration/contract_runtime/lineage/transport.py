@@ -11,7 +11,9 @@
   backend keeps only that daemon thread, never the task; an event not sent within the bound may
   still be delivered later by that thread, or be lost when the task process exits.
 * **Quiet failures**: any failure (refused connection, HTTP 500, timeout, bad configuration) is
-  logged as exactly one WARNING line on the ``contract_runtime.lineage`` logger and never raised.
+  logged as exactly one WARNING line on the ``contract_runtime.lineage`` logger and never raised;
+  a confirmed emit logs one INFO line ``lineage: <TYPE> event of <dag_id> (run <runId>) sent``
+  (what ``scripts/localrun.py lineage`` counts when the transport is not a file).
   (The transport library may log its own retries; that is its configuration.)
 * **Size cap**: ``CONTRACT_ASSETS_LINEAGE_MAX_BYTES`` (default 300000) — see
   :mod:`contract_runtime.lineage.shrink`.
@@ -174,4 +176,5 @@ def send(kind: str, dag_id: str, build: Callable[[], RunEvent]) -> bool:
         verb, error = outcome["error"]
         log.warning("lineage: %s %s: %s", what, verb, one_line(error))
         return False
+    log.info("lineage: %s sent", what)
     return True
