@@ -64,7 +64,11 @@ def pg_server() -> Iterator[dict[str, Any]]:
             pwd.getpwnam("postgres")
         except KeyError:
             pytest.skip("running as root and no 'postgres' user to run the server as")
-        prefix = ["runuser", "-u", "postgres", "--"]
+        # runuser lives in /usr/sbin, which a minimal PATH (CI, env -i) may lack.
+        runuser = shutil.which("runuser") or next((p for p in ("/usr/sbin/runuser", "/sbin/runuser") if os.path.exists(p)), None)
+        if runuser is None:
+            pytest.skip("running as root and no runuser to start the server as the 'postgres' user")
+        prefix = [runuser, "-u", "postgres", "--"]
     base = tempfile.mkdtemp(prefix="ca-pg-")
     data, sock, log = os.path.join(base, "data"), os.path.join(base, "sock"), os.path.join(base, "server.log")
     os.makedirs(sock)
@@ -92,6 +96,9 @@ def pg_server() -> Iterator[dict[str, Any]]:
     except subprocess.CalledProcessError as exc:
         shutil.rmtree(base, ignore_errors=True)
         pytest.fail(f"could not start PostgreSQL: {exc.stderr or exc.stdout}")
+    except OSError as exc:
+        shutil.rmtree(base, ignore_errors=True)
+        pytest.fail(f"could not start PostgreSQL: {exc}")
     uri = f"postgres://postgres@127.0.0.1:{port}/postgres"
     try:
         yield {"uri": uri, "port": port}
