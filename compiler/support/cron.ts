@@ -23,9 +23,17 @@ export function cronProblem(expression: string): string | undefined {
 
 function findCronProblem(expression: string): string | undefined {
   const text = expression.trim();
+  // The expression is written into the DAG as given; Airflow refuses surrounding spaces in a preset.
+  if (text !== expression) return "remove the spaces around the expression";
   if (text.startsWith("@")) return CRON_PRESETS.includes(text) ? undefined : `unknown preset; use one of ${CRON_PRESETS.join(", ")}`;
   const fields = text.split(/\s+/);
   if (fields.length !== 5) return `expected 5 fields (minute hour day month weekday), found ${fields.length}`;
+  // Standard cron only: extensions some parsers take (L, W, #, ?, H) are refused by Airflow's croniter.
+  const names = /^(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|sun|mon|tue|wed|thu|fri|sat)$/i;
+  for (const field of fields) {
+    const extension = field.split(/[,/-]/).find((part) => part !== "*" && !/^\d+$/.test(part) && !names.test(part));
+    if (extension !== undefined) return `${JSON.stringify(extension)} is not standard cron (digits, names, *, ",", "-" and "/" only)`;
+  }
   try {
     CronExpressionParser.parse(text, { tz: "UTC" });
     return undefined;
@@ -34,21 +42,32 @@ function findCronProblem(expression: string): string | undefined {
   }
 }
 
-/** Whether an IANA time zone name is known to this runtime's ICU data (aliases included). */
+/**
+ * The canonical name of a time zone as this runtime's ICU data knows it (the name itself when it is
+ * in ICU's list), or undefined when ICU knows no zone by that name (in any case).
+ */
+export function canonicalTimezone(name: string): string | undefined {
+  if (!/^[A-Za-z][A-Za-z0-9_+\-/]*$/.test(name)) return undefined;
+  try {
+    const resolved = new Intl.DateTimeFormat("en-US", { timeZone: name }).resolvedOptions().timeZone;
+    return CANONICAL.has(name) ? name : resolved;
+  } catch {
+    return undefined;
+  }
+}
+
+const CANONICAL = new Set([...Intl.supportedValuesOf("timeZone"), "UTC", "Etc/UTC", "GMT", "Etc/GMT"]);
+
+/**
+ * Whether a time zone name is one Airflow's time-zone library reads: known to ICU and spelt as IANA
+ * spells it (ICU also takes "europe/berlin"; Python's zoneinfo does not). ICU's own list is CLDR's
+ * and lacks some current IANA names (Asia/Kolkata), so a name outside it is accepted when every
+ * segment starts with a capital letter, as IANA names do.
+ */
 export function isKnownTimezone(name: string): boolean {
   const known = knownTimezones.get(name);
   if (known !== undefined) return known;
-  const answer = checkTimezone(name);
+  const answer = canonicalTimezone(name) !== undefined && (CANONICAL.has(name) || name.split("/").every((segment) => /^[A-Z]/.test(segment)));
   if (knownTimezones.size < 10_000) knownTimezones.set(name, answer);
   return answer;
-}
-
-function checkTimezone(name: string): boolean {
-  if (!/^[A-Za-z][A-Za-z0-9_+\-/]*$/.test(name)) return false;
-  try {
-    new Intl.DateTimeFormat("en-US", { timeZone: name });
-    return true;
-  } catch {
-    return false;
-  }
 }

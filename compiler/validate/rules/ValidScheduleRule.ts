@@ -1,14 +1,20 @@
 import { createDiagnostic, Diagnostics } from "../../diagnostics/catalogue.js";
-import { cronProblem, isKnownTimezone } from "../../support/cron.js";
+import { canonicalTimezone, cronProblem, isKnownTimezone } from "../../support/cron.js";
 import type { NodePath } from "../../parse/parseContracts.js";
 import type { DocumentRule, RuleContext } from "./rule.js";
+
+function checkTimezone(timezone: string, path: NodePath, context: RuleContext): void {
+  if (isKnownTimezone(timezone)) return;
+  const canonical = canonicalTimezone(timezone);
+  context.report(
+    createDiagnostic(Diagnostics.InvalidTimezone, { timezone }, context.source.locate(path), canonical ? { hint: `write it as "${canonical}"` } : {}),
+  );
+}
 
 function checkCron(cron: string, timezone: string | undefined, path: NodePath, context: RuleContext): void {
   const problem = cronProblem(cron);
   if (problem) context.report(createDiagnostic(Diagnostics.InvalidCron, { cron, detail: problem }, context.source.locate([...path, "cron"])));
-  if (timezone !== undefined && !isKnownTimezone(timezone)) {
-    context.report(createDiagnostic(Diagnostics.InvalidTimezone, { timezone }, context.source.locate([...path, "timezone"])));
-  }
+  if (timezone !== undefined) checkTimezone(timezone, [...path, "timezone"], context);
 }
 
 /**
@@ -30,9 +36,7 @@ export const ValidScheduleRule: DocumentRule = {
     if (trigger === undefined || trigger === "manual") return;
     if (trigger.cron !== undefined) checkCron(trigger.cron, trigger.timezone, ["trigger"], context);
     else if (trigger.timezone !== undefined) {
-      if (!isKnownTimezone(trigger.timezone)) {
-        context.report(createDiagnostic(Diagnostics.InvalidTimezone, { timezone: trigger.timezone }, context.source.locate(["trigger", "timezone"])));
-      }
+      checkTimezone(trigger.timezone, ["trigger", "timezone"], context);
       if (trigger.schedule_ref === undefined) {
         context.report(
           createDiagnostic(Diagnostics.SchemaViolation, { field: "trigger.timezone", detail: "is set without trigger.cron" }, context.source.locate(["trigger", "timezone"])),
