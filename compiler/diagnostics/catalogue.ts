@@ -72,6 +72,12 @@ export const Diagnostics = {
     "error",
     (a) => `the integer ${a.value} is outside the range that JSON tools read exactly (±2^53)`,
   ),
+  NonStringKey: entry<{ key: string }>("CA2013", "error", (a) => `the key ${a.key} is not a plain string`),
+  UnsupportedTag: entry<{ tag: string }>(
+    "CA2014",
+    "error",
+    (a) => `the YAML tag ${q(a.tag)} is not supported; contracts use the YAML 1.2 core schema (strings, numbers, booleans, null, lists, mappings)`,
+  ),
   MisplacedDocument: entry<{ kind: string; folder: string }>(
     "CA2012",
     "error",

@@ -64,17 +64,35 @@ function intern(key: string): string {
   return key;
 }
 
-type NonJsonScalar = { node: Scalar; unsafe: boolean };
+/** A node the parse stage refuses: a value JSON cannot carry, a key that is not a string, a tag. */
+type NonJsonScalar = { node: Node; kind: "nonJson" | "unsafe" | "key" | "tag"; detail?: string };
+
+/** The YAML 1.2 core schema's tags; anything else (`!!binary`, `!!python/object`, `!custom`) is refused. */
+const CORE_TAGS = new Set(["str", "int", "float", "bool", "null", "map", "seq"].map((t) => `tag:yaml.org,2002:${t}`));
+
+function checkTag(node: Node, out: NonJsonScalar[]): void {
+  if (node.tag !== undefined && !CORE_TAGS.has(node.tag)) out.push({ node, kind: "tag", detail: node.tag.replace(/^tag:yaml\.org,2002:/, "!!") });
+}
+
+/** Map keys are plain strings: `1:` and `"1":` would otherwise collapse, `~:` becomes "null", `__proto__` vanishes. */
+function checkKey(key: unknown, out: NonJsonScalar[]): void {
+  if (isScalar(key) && typeof key.value === "string" && key.value !== "__proto__") return;
+  if (key && typeof key === "object" && "range" in key) {
+    const shown = isScalar(key) ? String(key.source ?? key.value) : "a collection";
+    out.push({ node: key as Node, kind: "key", detail: shown });
+  }
+}
 
 /**
  * Scalars JSON cannot carry exactly: `.nan` and `.inf`, and integer literals beyond ±2^53 (a
  * float literal such as `1.5e+288` is fine: it is read as the float it says).
  */
 function checkNonJson(node: Scalar, out: NonJsonScalar[]): void {
+  checkTag(node, out);
   if (typeof node.value !== "number") return;
-  if (!Number.isFinite(node.value)) out.push({ node, unsafe: false });
+  if (!Number.isFinite(node.value)) out.push({ node, kind: "nonJson" });
   else if (/^[-+]?(?:\d+|0x[0-9a-fA-F]+|0o[0-7]+)$/.test(String(node.source ?? "")) && !Number.isSafeInteger(node.value)) {
-    out.push({ node, unsafe: true });
+    out.push({ node, kind: "unsafe" });
   }
 }
 
@@ -95,7 +113,13 @@ function indexDocument(doc: Document): { root: IndexNode | undefined; ranges: In
   // Nodes outside the index (keys that are collections, pairs in a sequence): checked only.
   const scan = (node: unknown): void => {
     if (isScalar(node)) checkNonJson(node, nonJson);
-    else if (isMap(node) || isSeq(node)) for (const item of node.items) scan(item);
+    else if (isMap(node) || isSeq(node)) {
+      checkTag(node, nonJson);
+      for (const item of node.items) {
+        if (isMap(node) && isPair(item)) checkKey(item.key, nonJson);
+        scan(item);
+      }
+    }
     else if (isPair(node)) {
       scan(node.key);
       scan(node.value);
@@ -117,6 +141,7 @@ function indexDocument(doc: Document): { root: IndexNode | undefined; ranges: In
     const count = node.items.length;
     const index: IndexNode = { keys: map ? new Array<string | null>(count) : undefined, base: table.length, count, children: undefined };
     table.length += stride * count;
+    if (check) checkTag(node, nonJson);
     if (node.anchor) anchored.set(node, index);
     for (let i = 0; i < count; i++) {
       const item = node.items[i];
@@ -125,7 +150,10 @@ function indexDocument(doc: Document): { root: IndexNode | undefined; ranges: In
       if (map) {
         const key = isPair(item) ? item.key : undefined;
         index.keys![i] = isScalar(key) ? intern(String(key.value)) : null;
-        if (check) scan(key);
+        if (check) {
+          checkKey(key, nonJson);
+          scan(key);
+        }
         setRange(at, key);
         child = valueOf(isPair(item) ? item.value : item, at + 2, check);
       } else {
@@ -236,6 +264,8 @@ export function parseDocument(file: SourceFile): StageResult<ParsedDocument | un
   }
   if (docs.length > 1 || doc.errors.length > 0) return { value: undefined, diagnostics };
   for (const warning of doc.warnings) {
+    // An unknown tag is refused as CA2014 below, at its node.
+    if (warning.code === "TAG_RESOLVE_FAILED") continue;
     diagnostics.push(createDiagnostic(Diagnostics.YamlWarning, { detail: warning.message.split("\n")[0]! }, positionOf(warning.pos[0])));
   }
   if (doc.contents === null || (isScalar(doc.contents) && doc.contents.value === null && doc.contents.range?.[0] === doc.contents.range?.[1])) {
@@ -246,12 +276,20 @@ export function parseDocument(file: SourceFile): StageResult<ParsedDocument | un
   try {
     value = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
   } catch (error) {
-    diagnostics.push(
-      createDiagnostic(Diagnostics.AliasLimit, { detail: `more than ${MAX_ALIAS_COUNT} alias expansions` }, first, {
-        hint: "write the repeated values out, or use fewer nested aliases",
-      }),
-    );
-    void error;
+    const message = (error as Error).message;
+    const unknownAlias = /^Unresolved alias[^:]*: (.*)$/.exec(message);
+    if (unknownAlias) {
+      // Point at the alias itself: the first `*name` with no anchor before it.
+      const name = unknownAlias[1]!;
+      const offset = file.text.search(new RegExp(`\\*${name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}(?![\\w-])`));
+      diagnostics.push(createDiagnostic(Diagnostics.YamlSyntax, { detail: `unknown alias "*${name}" (no anchor "&${name}" before it)` }, offset >= 0 ? positionOf(offset) : first));
+    } else {
+      diagnostics.push(
+        createDiagnostic(Diagnostics.AliasLimit, { detail: `more than ${MAX_ALIAS_COUNT} alias expansions` }, first, {
+          hint: "write the repeated values out, or use fewer nested aliases",
+        }),
+      );
+    }
     return { value: undefined, diagnostics };
   }
   if (!isMap(doc.contents)) {
@@ -266,11 +304,16 @@ export function parseDocument(file: SourceFile): StageResult<ParsedDocument | un
     const at = positionOf(b.node.range?.[0] ?? 0);
     const end = positionOf(b.node.range?.[1] ?? 0);
     if (end.line === at.line && end.column > at.column) Object.assign(at, { endLine: end.line, endColumn: end.column });
-    const shown = String(b.node.source ?? b.node.value);
+    const scalar = b.node as Scalar;
+    const shown = String(scalar.source ?? scalar.value);
     diagnostics.push(
-      b.unsafe
+      b.kind === "unsafe"
         ? createDiagnostic(Diagnostics.UnsafeInteger, { value: shown }, at, { hint: "quote it to keep it a string" })
-        : createDiagnostic(Diagnostics.NonJsonValue, { value: shown }, at),
+        : b.kind === "key"
+          ? createDiagnostic(Diagnostics.NonStringKey, { key: b.detail ?? shown }, at, { hint: "write keys as plain words, or quote them" })
+          : b.kind === "tag"
+            ? createDiagnostic(Diagnostics.UnsupportedTag, { tag: b.detail ?? "" }, at)
+            : createDiagnostic(Diagnostics.NonJsonValue, { value: shown }, at),
     );
   }
   if (bad.length > 0) return { value: undefined, diagnostics };
