@@ -83,6 +83,8 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
   const linked = linkProject(validated.value, {
     producerFiles: producerFiles.value,
     unresolvedNames: validated.value.unresolvedNames,
+    unresolvedIds: validated.value.unresolvedIds,
+    configBroken: validated.value.configBroken,
     ...(previousManifest ? { previousAssets: new Map(previousManifest.assets.map((a) => [a.name, { uri: a.uri }])) } : {}),
   });
   diagnostics.push(...linked.diagnostics);

@@ -44,9 +44,12 @@ export function defaultLayout(root: string): ProjectLayout {
   return { root, contractsDir: "contracts", configDir: "orchestration/airflow/sources", outDir: "generated" };
 }
 
+/** One decoder for every file: `decode` without `stream` keeps no state between calls. */
+const UTF8 = new TextDecoder("utf-8", { fatal: true });
+
 function decode(bytes: Uint8Array, file: string, diagnostics: Diagnostic[]): string | undefined {
   try {
-    const text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+    const text = UTF8.decode(bytes);
     return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
   } catch {
     const offset = firstBadUtf8Offset(bytes);
@@ -206,7 +209,9 @@ export function readReferencedFiles(root: string, paths: Iterable<string>): Stag
       continue;
     }
     const file = readSourceFile(root, p, diagnostics);
-    if (file) files.set(p, file.text.replace(/\r\n?/g, "\n"));
+    // A file that exists but cannot be used is reported here; an empty text keeps link from
+    // also calling it missing (no render happens with this error anyway).
+    files.set(p, file ? file.text.replace(/\r\n?/g, "\n") : "");
   }
   return { value: files, diagnostics };
 }

@@ -73,6 +73,10 @@ export interface LinkContext {
   /** Assets of the previous manifest, by name, for rename hints. */
   previousAssets?: ReadonlyMap<string, { uri: string }>;
   unresolvedNames: ReadonlySet<string>;
+  /** Contract ids of documents that failed validation. */
+  unresolvedIds?: ReadonlySet<string>;
+  /** An orchestration config file failed validation: schedule and producer names are unknown. */
+  configBroken?: boolean;
 }
 
 const DEFAULT_LAYER: Record<Contract["kind"], string> = { IngestionContract: "raw", TransformContract: "curated" };
@@ -291,7 +295,7 @@ export function linkProject(validated: ValidatedProject, context: LinkContext): 
     if (c.kind === "IngestionContract") entry.sourceAsset = c.source.name;
 
     // Producer references into the orchestration config and the project.
-    if (c.kind === "TransformContract" && c.producer.type === "command" && !config.producers.has(c.producer.family)) {
+    if (c.kind === "TransformContract" && c.producer.type === "command" && !config.producers.has(c.producer.family) && !context.configBroken) {
       const guess = suggest(c.producer.family, config.producers.keys());
       diagnostics.push(
         createDiagnostic(Diagnostics.UnknownProducerFamily, { family: c.producer.family }, located.source.locate(["producer", "family"]), guess ? { hint: `did you mean "${guess}"?` } : {}),
@@ -305,7 +309,7 @@ export function linkProject(validated: ValidatedProject, context: LinkContext): 
       else if (c.trigger.schedule_ref !== undefined) {
         const named = config.schedules.get(c.trigger.schedule_ref);
         if (named) entry.timetable = { cron: named.cron, timezone: c.trigger.timezone ?? named.timezone };
-        else {
+        else if (!context.configBroken) {
           const guess = suggest(c.trigger.schedule_ref, config.schedules.keys());
           diagnostics.push(
             createDiagnostic(Diagnostics.UnknownScheduleRef, { ref: c.trigger.schedule_ref }, located.source.locate(["trigger", "schedule_ref"]), guess ? { hint: `did you mean "${guess}"?` } : {}),
@@ -358,7 +362,8 @@ export function linkProject(validated: ValidatedProject, context: LinkContext): 
   const domains = new Set(accepted.map((l) => l.document.domain));
   for (const o of config.overrides) {
     const target = o.match.contract ?? o.match.domain!;
-    const known = o.match.contract !== undefined ? ids.has(target) : domains.has(target);
+    const known =
+      o.match.contract !== undefined ? ids.has(target) || (context.unresolvedIds?.has(target) ?? false) : domains.has(target) || accepted.length === 0;
     if (!known) {
       const guess = suggest(target, o.match.contract !== undefined ? ids.keys() : domains);
       diagnostics.push(createDiagnostic(Diagnostics.UnknownOverrideTarget, { target }, o.location, guess ? { hint: `did you mean "${guess}"?` } : {}));

@@ -52,7 +52,9 @@ const escapeProperty = (value: string): string => githubEscape(value, true);
 export function formatChangesGithub(diff: ManifestDiff, project: LinkedProject | undefined): string {
   const lines = diff.changes.map((c) => {
     const command = c.severity === "breaking" ? "error" : c.severity === "dangerous" ? "warning" : "notice";
-    const at = project?.assets.get(c.asset)?.location;
+    // A broken consumer is annotated where it reads the asset; other changes at the asset.
+    const consumer = c.consumers?.[0] ? project?.contracts.find((x) => x.contract.id === c.consumers![0]) : undefined;
+    const at = consumer?.upstreams.find((u) => u.asset === c.asset)?.location ?? project?.assets.get(c.asset)?.location;
     const props = [...(at ? [`file=${escapeProperty(at.file)}`, `line=${at.line}`, `col=${at.column}`] : []), `title=${escapeProperty(c.rule)}`];
     return `::${command} ${props.join(",")}::${escapeData(c.message)}`;
   });

@@ -31,6 +31,10 @@ export interface ValidatedProject {
    * every consumer.
    */
   unresolvedNames: Set<string>;
+  /** Contract ids of documents that failed validation (read best-effort), for the same reason. */
+  unresolvedIds: Set<string>;
+  /** Whether an orchestration config document failed validation: its names are then unknown. */
+  configBroken: boolean;
 }
 
 function bestEffortNames(value: Record<string, unknown>): string[] {
@@ -104,7 +108,7 @@ export function validateDocuments(
   configs: readonly ParsedDocument[],
 ): StageResult<ValidatedProject> {
   const diagnostics: Diagnostic[] = [];
-  const value: ValidatedProject = { contracts: [], externals: [], configs: [], unresolvedNames: new Set() };
+  const value: ValidatedProject = { contracts: [], externals: [], configs: [], unresolvedNames: new Set(), unresolvedIds: new Set(), configBroken: false };
   const run = (parsed: ParsedDocument, allowed: readonly string[]): void => {
     const local: Diagnostic[] = [];
     const kind = checkDocument(parsed, allowed, local);
@@ -118,7 +122,10 @@ export function validateDocuments(
       }
     }
     if (local.some((d) => d.severity === "error")) {
-      for (const name of bestEffortNames(parsed.value as Record<string, unknown>)) value.unresolvedNames.add(name);
+      const raw = parsed.value as Record<string, unknown>;
+      for (const name of bestEffortNames(raw)) value.unresolvedNames.add(name);
+      if (typeof raw.id === "string") value.unresolvedIds.add(raw.id);
+      if (allowed === CONFIG_KINDS) value.configBroken = true;
     }
     diagnostics.push(...local);
   };

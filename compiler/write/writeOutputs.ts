@@ -29,6 +29,8 @@ function existingOutputs(layout: ProjectLayout): string[] {
 
 function readIfExists(absolute: string): string | undefined {
   try {
+    // No exception for the common "not there yet" (a first compile has thousands).
+    if (!fs.statSync(absolute, { throwIfNoEntry: false })) return undefined;
     return fs.readFileSync(absolute, "utf8");
   } catch {
     return undefined;
@@ -73,17 +75,27 @@ function blockers(layout: ProjectLayout, report: WriteReport): Diagnostic[] {
   if (fs.existsSync(outDir) && !fs.statSync(outDir).isDirectory()) {
     return [createDiagnostic(Diagnostics.WriteFailed, { path: layout.outDir, reason: "it exists and is not a folder" }, at(layout.outDir))];
   }
+  // Folders are shared by many targets: look at each path once.
+  const stats = new Map<string, fs.Stats | undefined>();
+  const lstat = (partial: string): fs.Stats | undefined => {
+    if (!stats.has(partial)) {
+      let stat: fs.Stats | undefined;
+      try {
+        stat = fs.lstatSync(path.join(layout.root, partial), { throwIfNoEntry: false });
+      } catch {
+        stat = undefined;
+      }
+      stats.set(partial, stat);
+    }
+    return stats.get(partial);
+  };
   for (const relative of report.written) {
     // Every folder on the way must be a folder (or missing), and the target a file (or missing).
     const parts = relative.split("/");
     for (let i = 1; i <= parts.length; i++) {
       const partial = parts.slice(0, i).join("/");
-      let stat: fs.Stats | undefined;
-      try {
-        stat = fs.lstatSync(path.join(layout.root, partial));
-      } catch {
-        break;
-      }
+      const stat = lstat(partial);
+      if (!stat) break;
       const last = i === parts.length;
       if ((last && !stat.isFile()) || (!last && !stat.isDirectory())) {
         out.push(createDiagnostic(Diagnostics.WriteFailed, { path: partial, reason: last ? "it is not a regular file" : "it is not a folder" }, at(partial)));
@@ -133,14 +145,19 @@ export function writeOutputs(layout: ProjectLayout, files: FileMap, options: { c
   const suffix = `.tmp-${process.pid}-${randomBytes(4).toString("hex")}`;
   const staged: Array<{ temp: string; target: string }> = [];
   const createdFolders: string[] = [];
+  const readyFolders = new Set<string>();
   let current = layout.outDir;
   try {
     for (const relative of report.written) {
       current = relative;
       const target = path.join(layout.root, relative);
-      const missing = firstMissing(path.dirname(target));
-      fs.mkdirSync(path.dirname(target), { recursive: true });
-      if (missing) createdFolders.push(missing);
+      const folder = path.dirname(target);
+      if (!readyFolders.has(folder)) {
+        const missing = firstMissing(folder);
+        fs.mkdirSync(folder, { recursive: true });
+        if (missing) createdFolders.push(missing);
+        readyFolders.add(folder);
+      }
       const temp = target + suffix;
       fs.writeFileSync(temp, files.get(relative)!, "utf8");
       staged.push({ temp, target });

@@ -80,7 +80,7 @@ describe("diff", () => {
     const json = JSON.parse(cli(["diff", "--against", "HEAD", "--format", "json", "--root", root]).stdout) as { diff: { summary: Record<string, number> } };
     expect(json.diff.summary.breaking).toBe(1);
     const github = cli(["diff", "--against", "HEAD", "--format", "github", "--root", root]).stdout;
-    expect(github).toMatch(/^::error title=CONSUMER_UPSTREAM_REMOVED::/m);
+    expect(github).toMatch(/^::error file=contracts\/finance\/billings_by_contract\.yaml,line=\d+,col=\d+,title=CONSUMER_UPSTREAM_REMOVED::/m);
     // Nothing was written, and the committed manifest still equals the working one.
     expect(git("status", "--porcelain")).toBe(" D contracts/finance/contracts_curated.yaml\n");
     const unknown = cli(["diff", "--against", "no-such-ref", "--root", root]);
