@@ -1,0 +1,529 @@
+#!/usr/bin/env node
+// npm run bench: the compiler against its floor, the generated DAG modules against their peers in
+// Airflow, and the lineage emit hook, each figure printed with its target (issue 6).
+//
+//   node scripts/bench/run.mjs [--out FILE] [--sizes 100,1000,10000] [--seed N] [--quick]
+//                              [--profile] [--no-build] [--skip-airflow] [--skip-runtime] [--keep]
+//
+// Everything runs in a temporary folder (removed at the end unless --keep); the results are
+// written as JSON to --out, or to a file in the system's temporary folder whose path is printed.
+// Every timed command runs in a fresh process. Figures are medians; ratios are ratios of medians.
+
+import { spawnSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { writeCorpus } from "./corpus.mjs";
+import { formatSummary, summarise } from "./cpuprofile.mjs";
+import { writeDagFactory, writeHandWritten } from "./peers.mjs";
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const REPO = path.resolve(HERE, "..", "..");
+let BIN = path.join(REPO, "bin", "contract-assets.js");
+const FLOOR = path.join(HERE, "floor.mjs");
+const RUSAGE = path.join(HERE, "rusage.mjs");
+const PYTHON = path.join(REPO, ".venv", "bin", "python");
+const NODE = process.execPath;
+
+// ------------------------------------------------------------------------------------ options
+
+const argv = process.argv.slice(2);
+const flag = (name) => argv.includes(name);
+const option = (name, fallback) => {
+  const i = argv.indexOf(name);
+  return i >= 0 && argv[i + 1] !== undefined ? argv[i + 1] : fallback;
+};
+if (flag("--help") || flag("-h")) {
+  process.stdout.write(fs.readFileSync(fileURLToPath(import.meta.url), "utf8").split("\n").slice(1, 10).map((l) => l.replace(/^\/\/ ?/, "")).join("\n") + "\n");
+  process.exit(0);
+}
+const QUICK = flag("--quick");
+const SIZES = option("--sizes", QUICK ? "100,1000" : "100,1000,10000").split(",").map(Number).filter((n) => Number.isInteger(n) && n >= 10).sort((a, b) => a - b);
+const SEED = Number(option("--seed", "20250101"));
+const RUNS = (n) => (QUICK ? 3 : n >= 10000 ? 3 : 5 + (n <= 100 ? 2 : 0));
+const NOOP_RUNS = (n) => (QUICK ? 2 : n >= 10000 ? 3 : 5);
+const VERSION_RUNS = QUICK ? 10 : 15;
+// Measured DagBag fills per variant (after one unmeasured fill that writes __pycache__); dag-factory
+// takes many times longer, so it gets fewer.
+const AIRFLOW_ROUNDS = QUICK ? 2 : 5;
+const DAGFACTORY_ROUNDS = QUICK ? 2 : 3;
+const EMIT_EVENTS = 240;
+const AIRFLOW_SIZE = SIZES.includes(1000) ? 1000 : SIZES.filter((n) => n <= 1000).pop() ?? SIZES[0];
+
+const TARGETS = {
+  compileVsFloor: { max: 2, label: "compile of 10,000 within 2x the floor" },
+  scaling: { max: 11, label: "scaling time(10,000) / time(1,000) <= 11" },
+  noopWrites: { max: 0, label: "no-op recompile writes 0 files" },
+  vsHand: { max: 1.2, label: "generated modules import within 1.2x the hand-written ones" },
+  vsDagFactory: { min: 3, label: "generated modules import >= 3x faster than dag-factory" },
+  emit: { max: 20, label: "emit overhead <= 20 ms per event" },
+};
+
+// ------------------------------------------------------------------------------------ helpers
+
+const started = Date.now();
+const out = (line = "") => process.stdout.write(line + "\n");
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  if (s.length === 0) return NaN;
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+const round = (x, d = 3) => (Number.isFinite(x) ? Math.round(x * 10 ** d) / 10 ** d : null);
+const sec = (ms) => (ms >= 10000 ? `${(ms / 1000).toFixed(1)} s` : ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.toFixed(0)} ms`);
+const mib = (kb) => `${(kb / 1024).toFixed(0)} MiB`;
+const x = (r) => (Number.isFinite(r) ? `${r.toFixed(2)}x` : "n/a");
+const verdict = (ok) => (ok === undefined ? "n/a " : ok ? "PASS" : "MISS");
+const work = fs.mkdtempSync(path.join(os.tmpdir(), "contract-assets-bench-"));
+const resultsPath = path.resolve(option("--out", path.join(os.tmpdir(), `contract-assets-bench-${new Date().toISOString().replace(/[:.]/g, "-")}.json`)));
+
+function gnuTime() {
+  if (!fs.existsSync("/usr/bin/time")) return false;
+  const probe = path.join(work, "time-probe.txt");
+  const r = spawnSync("/usr/bin/time", ["-v", "-o", probe, "true"], { stdio: "ignore" });
+  return r.status === 0 && fs.existsSync(probe) && fs.readFileSync(probe, "utf8").includes("Maximum resident set size");
+}
+const GNU_TIME = gnuTime();
+
+/**
+ * Runs `node script args` in a fresh process and measures it: wall time in this process, peak RSS
+ * and CPU time of the child from GNU time (or, without it, from process.resourceUsage() in a
+ * wrapper that runs the script in-process).
+ */
+function measureNode(script, args, options = {}) {
+  const usage = path.join(work, "usage.txt");
+  fs.rmSync(usage, { force: true });
+  const [cmd, cmdArgs] = GNU_TIME ? ["/usr/bin/time", ["-v", "-o", usage, NODE, ...(options.nodeFlags ?? []), script, ...args]] : [NODE, [...(options.nodeFlags ?? []), RUSAGE, usage, script, ...args]];
+  const t0 = process.hrtime.bigint();
+  const r = spawnSync(cmd, cmdArgs, { cwd: options.cwd ?? REPO, encoding: "utf8", maxBuffer: 512 * 1024 * 1024, env: options.env ?? process.env });
+  const wallMs = Number(process.hrtime.bigint() - t0) / 1e6;
+  let rssKb = NaN;
+  let cpuS = NaN;
+  if (fs.existsSync(usage)) {
+    const text = fs.readFileSync(usage, "utf8");
+    if (GNU_TIME) {
+      const num = (label) => Number((new RegExp(`${label}:\\s*([\\d.]+)`).exec(text) ?? [])[1]);
+      rssKb = num("Maximum resident set size \\(kbytes\\)");
+      cpuS = num("User time \\(seconds\\)") + num("System time \\(seconds\\)");
+    } else {
+      const u = JSON.parse(text);
+      rssKb = u.maxRssKb;
+      cpuS = u.userSeconds + u.systemSeconds;
+    }
+  }
+  return { wallMs, rssKb, cpuS, exit: r.status, stdout: r.stdout ?? "", stderr: r.stderr ?? "" };
+}
+
+function run(cmd, args, options = {}) {
+  const t0 = process.hrtime.bigint();
+  const r = spawnSync(cmd, args, { cwd: options.cwd ?? REPO, encoding: "utf8", maxBuffer: 512 * 1024 * 1024, env: options.env ?? process.env });
+  return { wallMs: Number(process.hrtime.bigint() - t0) / 1e6, exit: r.status, stdout: r.stdout ?? "", stderr: r.stderr ?? "", error: r.error };
+}
+
+/** Every file under a folder with its inode and modification time in nanoseconds. */
+function snapshot(dir) {
+  const files = new Map();
+  const walk = (d) => {
+    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+      if (e.name === "__pycache__") continue;
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else {
+        const s = fs.statSync(p, { bigint: true });
+        files.set(path.relative(dir, p), `${s.ino}:${s.mtimeNs}`);
+      }
+    }
+  };
+  if (fs.existsSync(dir)) walk(dir);
+  return files;
+}
+/** Files added, removed, replaced (inode) or modified (mtime) between two snapshots. */
+function changedFiles(before, after) {
+  const names = [];
+  for (const [f, v] of after) if (before.get(f) !== v) names.push(f);
+  for (const f of before.keys()) if (!after.has(f)) names.push(f);
+  return names;
+}
+
+function pythonJson(script, args, env) {
+  const r = run(PYTHON, [path.join(HERE, script), ...args], { env });
+  const line = r.stdout.split("\n").find((l) => l.startsWith("RESULT "));
+  if (!line) throw new Error(`${script} failed (exit ${r.exit}):\n${(r.stderr || r.stdout).split("\n").slice(-15).join("\n")}`);
+  return { ...JSON.parse(line.slice("RESULT ".length)), processWallMs: r.wallMs };
+}
+
+function die(message) {
+  out(`\nbench: ${message}`);
+  if (!flag("--keep")) fs.rmSync(work, { recursive: true, force: true });
+  process.exit(1);
+}
+
+// ------------------------------------------------------------------------------------ machine
+
+function machine() {
+  const cpus = os.cpus();
+  const py = (code) => {
+    if (!fs.existsSync(PYTHON)) return null;
+    const r = run(PYTHON, ["-c", code]);
+    return r.exit === 0 ? r.stdout.trim() : null;
+  };
+  const versions = py(
+    "import json, platform\nfrom importlib.metadata import version\n" +
+      "def v(p):\n    try:\n        return version(p)\n    except Exception:\n        return None\n" +
+      "print(json.dumps({'python': platform.python_version(), 'airflow': v('apache-airflow'), 'dag_factory': v('dag-factory'), 'openlineage_python': v('openlineage-python')}))",
+  );
+  const v = versions ? JSON.parse(versions) : {};
+  return {
+    cpu: cpus[0]?.model?.trim() ?? "unknown",
+    cores: typeof os.availableParallelism === "function" ? os.availableParallelism() : cpus.length,
+    memoryGiB: round(os.totalmem() / 2 ** 30, 1),
+    os: `${os.type()} ${os.release()} ${os.arch()}`,
+    node: process.version,
+    python: v.python ?? null,
+    airflow: v.airflow ?? null,
+    dagFactory: v.dag_factory ?? null,
+    openlineagePython: v.openlineage_python ?? null,
+    loadAverageAtStart: os.loadavg().map((l) => round(l, 2)),
+    measuredWith: GNU_TIME ? "/usr/bin/time -v (peak RSS and CPU of the child)" : "process.resourceUsage() in a wrapper (no GNU time)",
+  };
+}
+
+// ------------------------------------------------------------------------------------ main
+
+const results = { issue: 6, startedAt: new Date(started).toISOString(), options: { sizes: SIZES, seed: SEED, quick: QUICK }, targets: {} };
+// The Python parts need the project venv: build or refresh it as the Python tests do (a fast no-op
+// when it is up to date; on a fresh clone it installs the pinned requirements.lock).
+let havePython = fs.existsSync(PYTHON);
+let pythonEnvProblem = "";
+if (!(flag("--skip-airflow") && flag("--skip-runtime"))) {
+  const env = run("bash", [path.join(REPO, "scripts", "python-env.sh")]);
+  results.pythonEnv = { wallMs: round(env.wallMs, 0), exit: env.exit };
+  if (env.exit !== 0) pythonEnvProblem = `scripts/python-env.sh exited ${env.exit}: ${(env.stderr || env.stdout).trim().split("\n").slice(-3).join(" / ")}`;
+  havePython = env.exit === 0 && fs.existsSync(PYTHON);
+}
+const m = machine();
+results.machine = m;
+out(`contract-assets bench (issue 6)${QUICK ? " --quick" : ""}`);
+out(`machine: ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB; ${m.os}; Node ${m.node}; Python ${m.python ?? "n/a"}; Airflow ${m.airflow ?? "n/a"}; dag-factory ${m.dagFactory ?? "n/a"}`);
+out(`load average at start: ${m.loadAverageAtStart.join(", ")} (figures are medians; other load on the machine shows in them)`);
+out(`work folder: ${work}`);
+
+// Build the compiler from the sources into a private package in the work folder, so every run
+// measures the same build even when dist/ is rebuilt meanwhile (--no-build: use dist/ as it is).
+if (!flag("--no-build")) {
+  const pkg = path.join(work, "pkg");
+  const tsc = path.join(REPO, "node_modules", "typescript", "bin", "tsc");
+  const args = ["-p", path.join(REPO, "tsconfig.json"), "--outDir", path.join(pkg, "dist")];
+  const b = fs.existsSync(tsc) ? run(NODE, [tsc, ...args]) : run("npx", ["tsc", ...args]);
+  results.build = { wallMs: round(b.wallMs, 0), exit: b.exit };
+  out(`build: tsc into the work folder ${sec(b.wallMs)}${b.exit === 0 ? "" : ` (exit ${b.exit}; measuring what it emitted)\n${(b.stdout + b.stderr).split("\n").slice(0, 5).join("\n")}`}`);
+  for (const part of ["package.json", "bin", "templates", path.join("compiler", "schemas")]) fs.cpSync(path.join(REPO, part), path.join(pkg, part), { recursive: true });
+  fs.symlinkSync(path.join(REPO, "node_modules"), path.join(pkg, "node_modules"), "dir");
+  BIN = path.join(pkg, "bin", "contract-assets.js");
+}
+if (!fs.existsSync(path.join(path.dirname(BIN), "..", "dist", "compiler", "cli.js"))) die("dist/compiler/cli.js is missing: run npm ci (or npm run build) first");
+
+// ------------------------------------------------------------------------------------ corpus
+
+out("\n== corpus (scripts/bench/corpus.mjs, seed " + SEED + ")");
+results.corpus = {};
+for (const n of SIZES) {
+  const t0 = Date.now();
+  const stats = writeCorpus({ contracts: n, seed: SEED, root: path.join(work, `corpus-${n}`) });
+  results.corpus[n] = { ...stats, generateMs: Date.now() - t0 };
+  const anyOrNested = stats.triggers.any + stats.triggers.nested;
+  const assetTriggered = anyOrNested + stats.triggers.all + stats.triggers.asset_or_time;
+  out(
+    `${String(n).padStart(6)} contracts: ${stats.ingestion} ingestion, ${stats.transform} transform, ${stats.domains} domains, ` +
+      `${stats.externalAssets} ExternalAssets in ${stats.externalAssetFiles} files, ${stats.datasets} datasets, ${stats.properties} properties, ` +
+      `${stats.qualityRules} quality rules (${Math.round((100 * stats.datasetsWithQuality) / stats.datasets)}% of datasets), ` +
+      `freshness ${Math.round((100 * stats.contractsWithFreshness) / n)}%, asset triggers any/nested ${Math.round((100 * anyOrNested) / assetTriggered)}% (cron ${stats.triggers.cron}, manual ${stats.triggers.manual}), ` +
+      `fan-in 1..5 ${Object.values(stats.fanIn).join("/")}, ${(stats.bytes / 2 ** 20).toFixed(1)} MiB in ${stats.files} files`,
+  );
+}
+
+// ------------------------------------------------------------------------------------ compiler
+
+out("\n== compiler: cold compile (fresh process, empty generated/) against the floor (read + YAML.parse of the same files)");
+out(`   ${"size".padStart(6)}  ${"compile".padStart(9)} ${"cpu".padStart(8)} ${"peak RSS".padStart(9)}   ${"floor".padStart(9)} ${"cpu".padStart(8)} ${"peak RSS".padStart(9)}   ratio wall (cpu)  runs`);
+results.compile = {};
+for (const n of SIZES) {
+  const root = path.join(work, `corpus-${n}`);
+  const compiles = [];
+  const floors = [];
+  let summary = "";
+  for (let i = 0; i < RUNS(n); i++) {
+    fs.rmSync(path.join(root, "generated"), { recursive: true, force: true });
+    const c = measureNode(BIN, ["compile", "--root", root]);
+    if (c.exit !== 0) die(`compile of the ${n}-contract corpus exited ${c.exit}:\n${c.stderr.split("\n").slice(-20).join("\n")}`);
+    summary = c.stderr.trim().split("\n").pop();
+    compiles.push(c);
+    const f = measureNode(FLOOR, [root]);
+    if (f.exit !== 0) die(`the floor script failed on the ${n}-contract corpus:\n${f.stderr}`);
+    floors.push({ ...f, read: JSON.parse(f.stdout) });
+  }
+  const r = {
+    runs: compiles.length,
+    compileSummary: summary,
+    compileWallMs: round(median(compiles.map((c) => c.wallMs)), 1),
+    compileCpuS: round(median(compiles.map((c) => c.cpuS)), 2),
+    compilePeakRssMiB: round(median(compiles.map((c) => c.rssKb)) / 1024, 0),
+    floorWallMs: round(median(floors.map((f) => f.wallMs)), 1),
+    floorCpuS: round(median(floors.map((f) => f.cpuS)), 2),
+    floorPeakRssMiB: round(median(floors.map((f) => f.rssKb)) / 1024, 0),
+    floorFiles: floors[0].read.files,
+    compileWallRunsMs: compiles.map((c) => round(c.wallMs, 1)),
+    floorWallRunsMs: floors.map((f) => round(f.wallMs, 1)),
+  };
+  r.ratioWall = round(r.compileWallMs / r.floorWallMs, 3);
+  r.ratioCpu = round(r.compileCpuS / r.floorCpuS, 3);
+  results.compile[n] = r;
+  out(
+    `   ${String(n).padStart(6)}  ${sec(r.compileWallMs).padStart(9)} ${`${r.compileCpuS.toFixed(2)} s`.padStart(8)} ${mib(r.compilePeakRssMiB * 1024).padStart(9)}   ` +
+      `${sec(r.floorWallMs).padStart(9)} ${`${r.floorCpuS.toFixed(2)} s`.padStart(8)} ${mib(r.floorPeakRssMiB * 1024).padStart(9)}   ${x(r.ratioWall).padStart(6)} (${x(r.ratioCpu)})   ${r.runs}`,
+  );
+  out(`          ${summary}`);
+}
+const big = SIZES[SIZES.length - 1];
+{
+  const r = results.compile[big];
+  const ok = big >= 10000 ? r.ratioWall <= TARGETS.compileVsFloor.max : undefined;
+  results.targets.compileVsFloor = { ...TARGETS.compileVsFloor, size: big, value: r.ratioWall, cpuRatio: r.ratioCpu, pass: ok };
+  out(`   compile/floor at ${big}: ${x(r.ratioWall)} wall, ${x(r.ratioCpu)} cpu   target <= 2x at 10,000   ${verdict(ok)}`);
+}
+if (results.compile[1000] && results.compile[10000]) {
+  const s = results.compile[10000].compileWallMs / results.compile[1000].compileWallMs;
+  const sCpu = results.compile[10000].compileCpuS / results.compile[1000].compileCpuS;
+  const sFloor = results.compile[10000].floorWallMs / results.compile[1000].floorWallMs;
+  results.scaling = { compileWall: round(s), compileCpu: round(sCpu), floorWall: round(sFloor) };
+  results.targets.scaling = { ...TARGETS.scaling, value: round(s), pass: s <= TARGETS.scaling.max };
+  out(`   scaling time(10,000)/time(1,000): ${s.toFixed(2)} wall, ${sCpu.toFixed(2)} cpu (floor ${sFloor.toFixed(2)})   target <= 11   ${verdict(s <= 11)}`);
+} else {
+  results.targets.scaling = { ...TARGETS.scaling, value: null, pass: undefined };
+  out("   scaling time(10,000)/time(1,000): n/a (needs sizes 1000 and 10000)");
+}
+
+out("\n== no-op recompile (generated/ up to date; files written = files whose inode or mtime changed)");
+results.noop = {};
+let maxWritten = 0;
+for (const n of SIZES) {
+  const root = path.join(work, `corpus-${n}`);
+  const gen = path.join(root, "generated");
+  const times = [];
+  let written = 0;
+  let summary = "";
+  const changed = [];
+  for (let i = 0; i < NOOP_RUNS(n); i++) {
+    const before = snapshot(gen);
+    const c = measureNode(BIN, ["compile", "--root", root]);
+    if (c.exit !== 0) die(`no-op recompile of ${n} exited ${c.exit}:\n${c.stderr.split("\n").slice(-20).join("\n")}`);
+    const names = changedFiles(before, snapshot(gen));
+    written = Math.max(written, names.length);
+    summary = c.stderr.trim().split("\n").pop();
+    if (names.length > 0) changed.push({ run: i + 1, files: names.slice(0, 10), summary });
+    times.push(c);
+  }
+  maxWritten = Math.max(maxWritten, written);
+  const r = { runs: times.length, wallMs: round(median(times.map((t) => t.wallMs)), 1), cpuS: round(median(times.map((t) => t.cpuS)), 2), peakRssMiB: round(median(times.map((t) => t.rssKb)) / 1024, 0), filesWritten: written, changed, summary };
+  results.noop[n] = r;
+  out(`   ${String(n).padStart(6)}  ${sec(r.wallMs).padStart(9)} (cold ${sec(results.compile[n].compileWallMs)})  files written: ${written}   ${summary}`);
+  for (const c of changed) out(`          run ${c.run} changed: ${c.files.join(", ")} (compiler said: ${c.summary})`);
+}
+results.targets.noopWrites = { ...TARGETS.noopWrites, value: maxWritten, pass: maxWritten === 0 };
+out(`   files written by a no-op recompile: ${maxWritten}   target 0   ${verdict(maxWritten === 0)}`);
+
+out("\n== start time");
+{
+  const v = [];
+  const bare = [];
+  let shown = "";
+  for (let i = 0; i < VERSION_RUNS; i++) {
+    const r = run(NODE, [BIN, "--version"]);
+    if (r.exit !== 0) die(`contract-assets --version exited ${r.exit}: ${r.stderr}`);
+    shown = r.stdout.trim();
+    v.push(r.wallMs);
+    bare.push(run(NODE, ["-e", ""]).wallMs);
+  }
+  results.version = { runs: v.length, wallMs: round(median(v), 1), nodeBareWallMs: round(median(bare), 1), printed: shown };
+  out(`   contract-assets --version: ${sec(median(v))} (median of ${v.length}; bare node -e "" ${sec(median(bare))}); prints ${shown}`);
+}
+
+const compileMisses = results.targets.compileVsFloor.pass === false || results.targets.scaling.pass === false;
+if (flag("--profile") || compileMisses) {
+  out(`\n== profile: node --cpu-prof, cold compile of ${big} contracts (${compileMisses ? "a compiler target missed" : "--profile"})`);
+  const root = path.join(work, `corpus-${big}`);
+  fs.rmSync(path.join(root, "generated"), { recursive: true, force: true });
+  const dir = path.join(work, "cpu-profile");
+  const p = run(NODE, ["--cpu-prof", "--cpu-prof-dir", dir, BIN, "compile", "--root", root]);
+  const file = fs.existsSync(dir) ? fs.readdirSync(dir).find((f) => f.endsWith(".cpuprofile")) : undefined;
+  if (p.exit === 0 && file) {
+    const s = summarise(JSON.parse(fs.readFileSync(path.join(dir, file), "utf8")), 20);
+    results.profile = { size: big, ...s };
+    out(formatSummary(s, "   ").replace(/\n$/, "").split("\n").map((l) => "   " + l.trimStart()).join("\n"));
+  } else out(`   profile failed (exit ${p.exit})`);
+}
+
+// ------------------------------------------------------------------------------------ airflow
+
+if (flag("--skip-airflow") || !havePython) {
+  out(`\n== Airflow: skipped (${havePython ? "--skip-airflow" : pythonEnvProblem || ".venv missing: npm run setup:python"})`);
+  for (const k of ["vsHand", "vsDagFactory"]) results.targets[k] = { ...TARGETS[k], value: null, pass: undefined };
+} else {
+  out(`\n== Airflow ${m.airflow}: DagBag fill of ${AIRFLOW_SIZE} contracts' DAGs (fresh process per fill; airflow, airflow.sdk and contract_runtime imported first, not timed; median of ${AIRFLOW_ROUNDS}, dag-factory ${DAGFACTORY_ROUNDS}, after one fill that writes __pycache__)`);
+  const root = path.join(work, `corpus-${AIRFLOW_SIZE}`);
+  const manifestPath = path.join(root, "generated", "manifest.json");
+  const manifest = JSON.parse(fs.readFileSync(manifestPath, "utf8"));
+  const af = path.join(work, "airflow");
+  const variants = {
+    generated: path.join(af, "generated", "dags"),
+    hand: path.join(af, "hand", "dags"),
+    dagfactory: path.join(af, "dagfactory", "dags"),
+  };
+  fs.cpSync(path.join(root, "generated"), path.join(af, "generated"), { recursive: true });
+  writeHandWritten(manifest, variants.hand);
+  fs.copyFileSync(manifestPath, path.join(af, "hand", "manifest.json"));
+  writeDagFactory(manifest, variants.dagfactory);
+  const home = path.join(af, "home");
+  fs.mkdirSync(home, { recursive: true });
+  const env = {
+    ...process.env,
+    AIRFLOW_HOME: home,
+    AIRFLOW__CORE__LOAD_EXAMPLES: "False",
+    AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT: "600",
+    // dag-factory sends telemetry over the network unless told not to.
+    DO_NOT_TRACK: "1",
+    SCARF_NO_ANALYTICS: "true",
+    AIRFLOW__DAG_FACTORY__ENABLE_TELEMETRY: "False",
+  };
+  delete env.AIRFLOW_CONFIG;
+  delete env.AIRFLOW__CORE__UNIT_TEST_MODE;
+  delete env.PYTHONDONTWRITEBYTECODE;
+  const expected = manifest.dags.length;
+  const runsBy = { generated: [], hand: [], dagfactory: [] };
+  const cold = {};
+  let signatures;
+  const problems = [];
+  // Round 0 writes __pycache__ (the steady state of Airflow's parse loop) and checks that every
+  // variant loaded every DAG, without errors, equal to the generated one.
+  for (let round_ = 0; round_ <= AIRFLOW_ROUNDS; round_++) {
+    // Rotate the order every round, so no variant always runs right after another.
+    const order = Object.entries(variants);
+    for (let k = 0; k < round_ % order.length; k++) order.push(order.shift());
+    for (const [name, folder] of order) {
+      if (name === "dagfactory" && round_ > DAGFACTORY_ROUNDS) continue;
+      const r = pythonJson("dagbag_fill.py", round_ === 0 ? [folder, "--signatures"] : [folder], env);
+      if (round_ === 0) {
+        cold[name] = r.fill_seconds;
+        if (r.dags !== expected) problems.push(`${name}: ${r.dags} of ${expected} DAGs loaded`);
+        if (r.import_errors > 0) problems.push(`${name}: ${r.import_errors} import errors, first: ${JSON.stringify(r.first_import_error).slice(0, 600)}`);
+        if (name === "generated") signatures = r.signatures;
+        else {
+          const differ = Object.keys(signatures).filter((id) => JSON.stringify(signatures[id]) !== JSON.stringify(r.signatures?.[id]));
+          if (differ.length > 0) problems.push(`${name}: ${differ.length} DAGs differ from the generated ones, e.g. ${differ[0]}`);
+        }
+        delete r.signatures;
+      } else runsBy[name].push(r);
+    }
+  }
+  // One more fill of the generated modules with Python's cyclic GC off: each module's own cost.
+  const noGc = pythonJson("dagbag_fill.py", [variants.generated, "--no-gc"], env);
+  const fill = (name) => median(runsBy[name].map((r) => r.fill_seconds)) * 1000;
+  const slowest = (name) => median(runsBy[name].map((r) => r.slowest[0]?.seconds ?? NaN)) * 1000;
+  const medFile = (name) => median(runsBy[name].map((r) => r.median_file_seconds ?? NaN)) * 1000;
+  const p99File = (name) => median(runsBy[name].map((r) => r.p99_file_seconds ?? NaN)) * 1000;
+  const a = {
+    size: AIRFLOW_SIZE,
+    dags: expected,
+    runs: { generated: AIRFLOW_ROUNDS, hand: AIRFLOW_ROUNDS, dagfactory: DAGFACTORY_ROUNDS },
+    fillRunsMs: Object.fromEntries(Object.entries(runsBy).map(([k, rs]) => [k, rs.map((r) => round(r.fill_seconds * 1000, 1))])),
+    fillMs: { generated: round(fill("generated"), 1), hand: round(fill("hand"), 1), dagfactory: round(fill("dagfactory"), 1) },
+    firstFillWithoutPycacheMs: Object.fromEntries(Object.entries(cold).map(([k, v]) => [k, round(v * 1000, 1)])),
+    slowestModuleMs: { generated: round(slowest("generated"), 2), hand: round(slowest("hand"), 2) },
+    slowestModules: runsBy.generated.at(-1)?.slowest ?? [],
+    medianModuleMs: { generated: round(medFile("generated"), 3), hand: round(medFile("hand"), 3) },
+    p99ModuleMs: { generated: round(p99File("generated"), 3), hand: round(p99File("hand"), 3) },
+    airflowImportS: round(median(runsBy.generated.map((r) => r.import_seconds)), 2),
+    gcMaxPauseMs: round(median(runsBy.generated.map((r) => r.gc.max_pause_seconds)) * 1000, 1),
+    gcTotalMs: round(median(runsBy.generated.map((r) => r.gc.total_seconds)) * 1000, 1),
+    slowestModuleWithoutGcMs: round((noGc.slowest[0]?.seconds ?? NaN) * 1000, 2),
+    slowestModuleWithoutGc: noGc.slowest[0]?.file ?? null,
+    fillWithoutGcMs: round(noGc.fill_seconds * 1000, 1),
+    problems,
+  };
+  a.vsHand = round(a.fillMs.generated / a.fillMs.hand);
+  a.dagFactorySpeedup = round(a.fillMs.dagfactory / a.fillMs.generated);
+  results.airflow = a;
+  const fair = problems.length === 0;
+  out(`   generated modules   ${sec(a.fillMs.generated).padStart(9)}   (${expected} modules; first fill without __pycache__ ${sec(a.firstFillWithoutPycacheMs.generated)})`);
+  out(`   hand-written        ${sec(a.fillMs.hand).padStart(9)}   (minimal modules, same Assets, schedules, operators; first fill ${sec(a.firstFillWithoutPycacheMs.hand)})`);
+  out(`   dag-factory ${(m.dagFactory ?? "").padEnd(7)} ${sec(a.fillMs.dagfactory).padStart(9)}   (one YAML per DAG + one loader module; first fill ${sec(a.firstFillWithoutPycacheMs.dagfactory)})`);
+  out(`   check: every variant loaded ${expected} DAGs, no import errors, identical DAGs: ${fair ? "yes" : "NO\n     " + problems.join("\n     ")}`);
+  out(
+    `   slowest single module: ${a.slowestModuleMs.generated.toFixed(1)} ms (${a.slowestModules[0]?.file ?? "?"}); p99 ${a.p99ModuleMs.generated.toFixed(2)} ms, median ${a.medianModuleMs.generated.toFixed(2)} ms` +
+      ` (hand-written: slowest ${a.slowestModuleMs.hand.toFixed(1)} ms, p99 ${a.p99ModuleMs.hand.toFixed(2)} ms, median ${a.medianModuleMs.hand.toFixed(2)} ms)`,
+  );
+  out(
+    `   (largest Python cyclic-GC pause during the fill: ${a.gcMaxPauseMs.toFixed(0)} ms, inside whichever module is loading; with the GC off the slowest module takes ${a.slowestModuleWithoutGcMs.toFixed(1)} ms, ${a.slowestModuleWithoutGc})`,
+  );
+  results.targets.vsHand = { ...TARGETS.vsHand, value: a.vsHand, pass: fair ? a.vsHand <= TARGETS.vsHand.max : undefined };
+  results.targets.vsDagFactory = { ...TARGETS.vsDagFactory, value: a.dagFactorySpeedup, pass: fair ? a.dagFactorySpeedup >= TARGETS.vsDagFactory.min : undefined };
+  out(`   generated / hand-written: ${x(a.vsHand)}   target <= 1.2x   ${verdict(results.targets.vsHand.pass)}`);
+  out(`   dag-factory / generated:  ${x(a.dagFactorySpeedup)}   target >= 3x    ${verdict(results.targets.vsDagFactory.pass)}`);
+}
+
+// ------------------------------------------------------------------------------------ runtime
+
+if (flag("--skip-runtime") || !havePython) {
+  out(`\n== runtime: skipped (${havePython ? "--skip-runtime" : pythonEnvProblem || ".venv missing: npm run setup:python"})`);
+  results.targets.emit = { ...TARGETS.emit, value: null, pass: undefined };
+} else {
+  out(`\n== runtime: lineage emit hook, file transport, ${EMIT_EVENTS} events against the same loop with OPENLINEAGE_DISABLED=true`);
+  const dir = path.join(work, "lineage");
+  fs.mkdirSync(dir, { recursive: true });
+  const manifestPath = path.join(work, `corpus-${AIRFLOW_SIZE}`, "generated", "manifest.json");
+  let r;
+  try {
+    r = pythonJson("emit_overhead.py", [manifestPath, path.join(dir, "events.jsonl"), "--events", String(EMIT_EVENTS)], { ...process.env, AIRFLOW_HOME: path.join(work, "airflow", "home") });
+  } catch (error) {
+    r = { available: false, reason: String(error.message).split("\n").slice(-3).join(" ") };
+  }
+  results.runtime = r;
+  if (!r.available) {
+    results.targets.emit = { ...TARGETS.emit, value: null, pass: undefined };
+    out(`   not available: ${r.reason}`);
+  } else {
+    const ok = r.added_ms <= TARGETS.emit.max && r.events_written === r.events_expected;
+    results.targets.emit = { ...TARGETS.emit, value: round(r.added_ms, 3), pass: ok };
+    out(
+      `   added time per event: ${r.added_ms.toFixed(2)} ms (median ${r.median_enabled_ms.toFixed(2)} ms enabled, ${(r.median_disabled_ms * 1000).toFixed(1)} us disabled; p95 ${r.p95_enabled_ms.toFixed(2)} ms; first event ${r.first_event_ms.toFixed(1)} ms)`,
+    );
+    out(`   by event: ${Object.entries(r.median_by_event_ms).map(([k, v]) => `${k} ${v.toFixed(2)} ms`).join(", ")}; ${r.events_written}/${r.events_expected} events in the file`);
+    out(`   target <= 20 ms per event   ${verdict(ok)}`);
+  }
+}
+
+// ------------------------------------------------------------------------------------ summary
+
+results.loadAverageAtEnd = os.loadavg().map((l) => round(l, 2));
+results.benchSeconds = round((Date.now() - started) / 1000, 1);
+out("\n== targets");
+for (const [key, t] of Object.entries(results.targets)) {
+  const value =
+    t.value === null || t.value === undefined
+      ? "n/a"
+      : key === "noopWrites"
+        ? `${t.value} files`
+        : key === "emit"
+          ? `${t.value.toFixed(2)} ms`
+          : key === "scaling"
+            ? t.value.toFixed(2)
+            : x(t.value);
+  out(`   ${verdict(t.pass)}  ${t.label}: ${value}`);
+}
+fs.writeFileSync(resultsPath, JSON.stringify(results, null, 2) + "\n");
+out(`\nload average at end: ${results.loadAverageAtEnd.join(", ")}`);
+out(`bench took ${Math.floor(results.benchSeconds / 60)} min ${Math.round(results.benchSeconds % 60)} s`);
+out(`results: ${resultsPath}`);
+if (flag("--keep")) out(`kept: ${work}`);
+else fs.rmSync(work, { recursive: true, force: true });
