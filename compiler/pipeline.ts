@@ -96,7 +96,7 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
   if (previousManifest) result.previousManifest = previousManifest;
   // The manifest is built even when there are errors, so the diff can say what the change does;
   // nothing is rendered (so nothing can be written) unless every stage is clean.
-  const plans = planDags(linked.value, graph.value);
+  const plans = planDags(linked.value);
   const manifest = buildManifest(linked.value, graph.value, plans.value);
   diagnostics.push(...plans.diagnostics, ...manifest.diagnostics);
   result.manifest = manifest.value.manifest;

@@ -79,7 +79,8 @@ export interface LinkContext {
   configBroken?: boolean;
 }
 
-const DEFAULT_LAYER: Record<Contract["kind"], string> = { IngestionContract: "raw", TransformContract: "curated" };
+/** The layer of a dataset that names none (DESIGN §3.3). */
+export const DEFAULT_LAYER: Record<Contract["kind"], string> = { IngestionContract: "raw", TransformContract: "curated" };
 
 function datasetExtra(contract: Contract, dataset: Dataset, layer: string): Record<string, unknown> {
   const extra: Record<string, unknown> = {
@@ -331,7 +332,6 @@ export function linkProject(validated: ValidatedProject, context: LinkContext): 
         diagnostics.push(createDiagnostic(Diagnostics.UnknownUpstream, { asset: u.asset }, at, { hint: unknownHint(u.asset, assets, renamedTo, byNormalisedUri, context) }));
         return;
       }
-      const producer = target.producer ? ids.get(target.producer) : undefined;
       const related = [{ message: `${JSON.stringify(target.name)} is declared here`, location: target.location }];
       if (target.status === "retired") {
         diagnostics.push(createDiagnostic(Diagnostics.RetiredUpstream, { asset: u.asset, contract: target.producer! }, at, { related }));
@@ -353,7 +353,6 @@ export function linkProject(validated: ValidatedProject, context: LinkContext): 
           ),
         );
       }
-      void producer;
     });
     linked.push(entry);
   }

@@ -1,7 +1,6 @@
 import type { StageResult } from "../diagnostics/diagnostic.js";
-import type { AssetGraph } from "../graph/buildGraph.js";
 import type { OrchestrationConfig } from "../link/config.js";
-import type { AssetDeclaration, LinkedContract, LinkedProject } from "../link/linkProject.js";
+import { DEFAULT_LAYER, type AssetDeclaration, type LinkedContract, type LinkedProject } from "../link/linkProject.js";
 import type { AssetCondition, Contract, QualityRule } from "../model/contract.js";
 import { compareStrings } from "../support/compare.js";
 import { parseDurationSeconds } from "../support/duration.js";
@@ -93,7 +92,7 @@ function runtimeOf(
       name: d.name,
       asset: `${contract.domain}.${d.name}`,
       uri: assets.get(`${contract.domain}.${d.name}`)?.uri ?? null,
-      layer: d.layer ?? (contract.kind === "IngestionContract" ? "raw" : "curated"),
+      layer: d.layer ?? DEFAULT_LAYER[contract.kind],
       schema: d.schema,
       quality: qualityNames(d.quality ?? []).map((name, i) => ({ ...d.quality![i], name, severity: d.quality![i]!.severity ?? "error" })),
       ...(d.physical ? { physical: d.physical } : {}),
@@ -129,8 +128,7 @@ function runtimeOf(
  * dag_id order. Tasks are write-audit-publish: `produce` (inlets: everything read), `audit`,
  * `publish` (the only task with outlets, DESIGN §5.2).
  */
-export function planDags(project: LinkedProject, graph: AssetGraph): StageResult<DagPlan[]> {
-  void graph;
+export function planDags(project: LinkedProject): StageResult<DagPlan[]> {
   const plans: DagPlan[] = [];
   for (const c of project.contracts) {
     if (c.status !== "active" && c.status !== "deprecated") continue;

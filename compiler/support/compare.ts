@@ -10,9 +10,3 @@ export function compareStrings(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-/**
- * Returns a new array sorted by a string key, stable for equal keys.
- */
-export function sortBy<T>(items: readonly T[], key: (item: T) => string): T[] {
-  return [...items].sort((x, y) => compareStrings(key(x), key(y)));
-}
