@@ -8,6 +8,7 @@ import { buildManifest, type Manifest } from "./manifest/buildManifest.js";
 import { parseManifest } from "./manifest/parseManifest.js";
 import { parseContracts } from "./parse/parseContracts.js";
 import { planDags } from "./plan/planDags.js";
+import { planFreshnessMonitor } from "./plan/planFreshnessMonitor.js";
 import { renderModules, type FileMap } from "./render/renderModules.js";
 import { validateDocuments } from "./validate/validateDocuments.js";
 
@@ -97,7 +98,7 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
   // The manifest is built even when there are errors, so the diff can say what the change does;
   // nothing is rendered (so nothing can be written) unless every stage is clean.
   const plans = planDags(linked.value);
-  const manifest = buildManifest(linked.value, graph.value, plans.value);
+  const manifest = buildManifest(linked.value, graph.value, plans.value, planFreshnessMonitor(linked.value));
   diagnostics.push(...plans.diagnostics, ...manifest.diagnostics);
   result.manifest = manifest.value.manifest;
   const previous = options.previousManifest ?? previousManifest;

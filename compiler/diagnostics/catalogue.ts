@@ -134,6 +134,26 @@ export const Diagnostics = {
     "error",
     (a) => `the contract id ${q(a.id)} does not start with its domain ${q(a.domain)}; write it as "${a.domain}.<name>"`,
   ),
+  FreshnessColumnUnknown: entry<{ column: string }>(
+    "CA3501",
+    "error",
+    (a) => `freshness.column ${q(a.column)} is not a property of any dataset of this contract`,
+  ),
+  FreshnessColumnType: entry<{ column: string; dataset: string; logicalType: string }>(
+    "CA3502",
+    "error",
+    (a) => `freshness.column ${q(a.column)} of dataset ${q(a.dataset)} has logicalType ${q(a.logicalType)}; data time needs "timestamp" or "date"`,
+  ),
+  LogicalDateDeadlineOnAssets: entry(
+    "CA3503",
+    "error",
+    () => `a "logical_date" deadline is never created for an asset-triggered DAG: Airflow 3.2 gives asset-triggered runs no logical date`,
+  ),
+  ExternalFreshnessUnpublished: entry<{ name: string }>(
+    "CA3504",
+    "error",
+    (a) => `the external asset ${q(a.name)} has a freshness policy but no DAG publishes its events; name the system that posts them in "published_by"`,
+  ),
   NameReserved: entry<{ name: string }>("CA3018", "error", (a) => `the name ${q(a.name)} is reserved by Airflow`),
   NameTooLong: entry<{ name: string; length: number }>(
     "CA3019",
@@ -191,7 +211,7 @@ export const Diagnostics = {
   DuplicateUpstream: entry<{ asset: string }>("CA3036", "error", (a) => `the upstream ${q(a.asset)} is listed twice`),
   DegradeBeforeMaxAge: entry<{ maxAge: string; degradeAfter: string }>(
     "CA3037",
-    "warning",
+    "error",
     (a) => `freshness.degrade_after ${q(a.degradeAfter)} is shorter than max_age ${q(a.maxAge)}`,
   ),
   SourceNameClash: entry<{ name: string }>(
@@ -299,6 +319,17 @@ export const Diagnostics = {
     "CA4018",
     "error",
     (a) => `the asset ${q(a.name)} is declared external but is also produced by a contract`,
+  ),
+  UnknownNotifier: entry<{ name: string }>("CA4501", "error", (a) => `unknown notifier ${q(a.name)}; declare it under "notifiers"`),
+  DeadlineWithoutNotifier: entry(
+    "CA4502",
+    "error",
+    () => `freshness.expected_runtime needs a notifier for its DeadlineAlert: set "deadline_notifier" or "freshness_monitor.notifier" in the orchestration config`,
+  ),
+  CronSlowerThanMaxAge: entry<{ cron: string; gap: string; maxAge: string }>(
+    "CA4503",
+    "warning",
+    (a) => `the producer's cron ${q(a.cron)} leaves up to ${a.gap} between runs, longer than freshness.max_age ${q(a.maxAge)}: the dataset goes stale before every such run`,
   ),
 
   // 5: graph

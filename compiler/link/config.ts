@@ -1,6 +1,7 @@
 import { createDiagnostic, Diagnostics } from "../diagnostics/catalogue.js";
 import type { Diagnostic, SourceLocation } from "../diagnostics/diagnostic.js";
 import type { OrchestrationConfigDocument, RunSettings } from "../model/contract.js";
+import { suggest } from "../support/suggest.js";
 import type { Located } from "../validate/validateDocuments.js";
 
 /** The default Asset URI template (DESIGN §3.3). */
@@ -18,7 +19,14 @@ export interface OrchestrationConfig {
   producers: Map<string, { command: string[]; env: Record<string, string> }>;
   overrides: Array<RunSettings & { match: { domain?: string; contract?: string }; location: SourceLocation }>;
   sampleData: Map<string, string>;
+  /** Airflow notifiers by name: a `BaseNotifier` class path and its constructor arguments. */
+  notifiers: Map<string, { class: string; kwargs: Record<string, unknown>; location: SourceLocation }>;
+  /** The freshness monitor's schedule and notifier (DESIGN §5.5). */
+  freshnessMonitor: { cron: string; timezone: string; notifier?: string; location?: SourceLocation; notifierLocation?: SourceLocation };
 }
+
+/** The freshness monitor's default cron: every 15 minutes. */
+export const DEFAULT_MONITOR_CRON = "*/15 * * * *";
 
 /**
  * Merges the config files. A single-valued key (uri_template, lineage, defaults) set in two files,
@@ -34,8 +42,11 @@ export function mergeConfigs(configs: ReadonlyArray<Located<OrchestrationConfigD
     producers: new Map(),
     overrides: [],
     sampleData: new Map(),
+    notifiers: new Map(),
+    freshnessMonitor: { cron: DEFAULT_MONITOR_CRON, timezone: "UTC" },
   };
   const firstSeen = new Map<string, SourceLocation>();
+  const references: Array<{ name: string; location: SourceLocation }> = [];
   const claim = (key: string, location: SourceLocation): boolean => {
     const seen = firstSeen.get(key);
     if (seen) {
@@ -61,7 +72,32 @@ export function mergeConfigs(configs: ReadonlyArray<Located<OrchestrationConfigD
     for (const [name, p] of Object.entries(document.sample_data ?? {})) {
       if (claim(`sample_data.${name}`, source.locate(["sample_data", name], "key"))) config.sampleData.set(name, p);
     }
+    for (const [name, n] of Object.entries(document.notifiers ?? {})) {
+      const at = source.locate(["notifiers", name], "key");
+      if (claim(`notifiers.${name}`, at)) config.notifiers.set(name, { class: n.class, kwargs: n.kwargs ?? {}, location: at });
+    }
+    const monitor = document.freshness_monitor;
+    if (monitor !== undefined && claim("freshness_monitor", source.locate(["freshness_monitor"], "key"))) {
+      config.freshnessMonitor = { cron: monitor.cron ?? DEFAULT_MONITOR_CRON, timezone: monitor.timezone ?? "UTC", location: source.locate(["freshness_monitor"], "key") };
+      if (monitor.notifier !== undefined) {
+        config.freshnessMonitor.notifier = monitor.notifier;
+        config.freshnessMonitor.notifierLocation = source.locate(["freshness_monitor", "notifier"]);
+      }
+    }
     (document.overrides ?? []).forEach((o, i) => config.overrides.push({ ...o, location: source.locate(["overrides", i, "match"]) }));
+    if (document.defaults?.deadline_notifier !== undefined) {
+      references.push({ name: document.defaults.deadline_notifier, location: source.locate(["defaults", "deadline_notifier"]) });
+    }
+    (document.overrides ?? []).forEach((o, i) => {
+      if (o.deadline_notifier !== undefined) references.push({ name: o.deadline_notifier, location: source.locate(["overrides", i, "deadline_notifier"]) });
+    });
+  }
+  if (config.freshnessMonitor.notifier !== undefined) references.push({ name: config.freshnessMonitor.notifier, location: config.freshnessMonitor.notifierLocation! });
+  // Notifier names may be declared in any config file, so they are resolved after the merge.
+  for (const { name, location } of references) {
+    if (config.notifiers.has(name)) continue;
+    const guess = suggest(name, config.notifiers.keys());
+    diagnostics.push(createDiagnostic(Diagnostics.UnknownNotifier, { name }, location, guess ? { hint: `did you mean "${guess}"?` } : {}));
   }
   return { config, diagnostics };
 }

@@ -9,6 +9,7 @@ import { normaliseUri } from "../support/uri.js";
 import { checkUri } from "../validate/rules/ValidUriRule.js";
 import type { Located, ValidatedProject } from "../validate/validateDocuments.js";
 import { expandUriTemplate, mergeConfigs, runSettingsFor, templateProblems, type OrchestrationConfig } from "./config.js";
+import { linkFreshness, type DeadlinePlan } from "./freshness.js";
 
 /** One Airflow Asset: produced by a contract's dataset, or external. */
 export interface AssetDeclaration {
@@ -53,6 +54,8 @@ export interface LinkedContract {
   sourceAsset?: string;
   runSettings: RunSettings;
   timetable?: { cron: string; timezone: string };
+  /** The DeadlineAlert of `freshness.expected_runtime`, when the contract has one. */
+  deadline?: DeadlinePlan;
 }
 
 export interface LinkedProject {
@@ -64,6 +67,8 @@ export interface LinkedProject {
   contracts: LinkedContract[];
   /** Every asset by name, produced and external. */
   assets: Map<string, AssetDeclaration>;
+  /** External assets with a freshness policy, by name: who publishes their events (`published_by`). */
+  externalPublishers: Map<string, string>;
 }
 
 /** What the link stage knows of the world beyond the validated documents. */
@@ -90,8 +95,13 @@ function datasetExtra(contract: Contract, dataset: Dataset, layer: string): Reco
     owner: contract.owner,
     schema_version: dataset.schema.version,
   };
-  if (contract.freshness) extra.freshness = { ...contract.freshness };
+  if (contract.freshness) extra.freshness = policyOf(contract.freshness);
   return { ...(dataset.extra ?? {}), ...extra };
+}
+
+/** The freshness policy as Asset extra carries it: the promise and the escalation only. */
+export function policyOf(freshness: { max_age: string; degrade_after?: string }): Record<string, string> {
+  return { max_age: freshness.max_age, ...(freshness.degrade_after !== undefined ? { degrade_after: freshness.degrade_after } : {}) };
 }
 
 function lfText(text: string): string {
@@ -230,14 +240,16 @@ export function linkProject(validated: ValidatedProject, context: LinkContext): 
       });
     });
   }
+  const externalPublishers = new Map<string, string>();
   for (const located of externals) {
     const doc = located.document;
     doc.assets.forEach((a, i) => {
+      if (a.freshness && a.published_by !== undefined) externalPublishers.set(a.name, a.published_by);
       declare({
         name: a.name,
         uri: a.uri,
         group: doc.domain,
-        extra: { ...(a.extra ?? {}), external: true, owner: doc.owner },
+        extra: { ...(a.extra ?? {}), external: true, owner: doc.owner, ...(a.freshness ? { freshness: policyOf(a.freshness) } : {}) },
         external: true,
         status: "active",
         declaredIn: located.source.file.path,
@@ -357,6 +369,8 @@ export function linkProject(validated: ValidatedProject, context: LinkContext): 
     linked.push(entry);
   }
 
+  diagnostics.push(...linkFreshness(linked, config));
+
   // Overrides that match nothing are likely typos.
   const domains = new Set(accepted.map((l) => l.document.domain));
   for (const o of config.overrides) {
@@ -368,7 +382,7 @@ export function linkProject(validated: ValidatedProject, context: LinkContext): 
       diagnostics.push(createDiagnostic(Diagnostics.UnknownOverrideTarget, { target }, o.location, guess ? { hint: `did you mean "${guess}"?` } : {}));
     }
   }
-  return { value: { config, producerFiles: context.producerFiles, refused, contracts: linked, assets }, diagnostics };
+  return { value: { config, producerFiles: context.producerFiles, refused, contracts: linked, assets, externalPublishers }, diagnostics };
 }
 
 function unknownHint(

@@ -2,6 +2,7 @@ import type { StageResult } from "../diagnostics/diagnostic.js";
 import type { AssetGraph, Edge } from "../graph/buildGraph.js";
 import type { LinkedProject } from "../link/linkProject.js";
 import { qualityNames, type DagPlan } from "../plan/planDags.js";
+import type { FreshnessMonitorPlan } from "../plan/planFreshnessMonitor.js";
 import { canonicalJson } from "../support/canonical-json.js";
 import { compareStrings } from "../support/compare.js";
 import { COMPILER_NAME, COMPILER_VERSION } from "../version.js";
@@ -43,13 +44,20 @@ export interface Manifest {
   assets: ManifestAsset[];
   edges: Edge[];
   dags: DagPlan[];
+  /** The generated freshness monitor; null when no asset has a freshness policy to watch (absent in manifests of older compilers). */
+  freshness_monitor?: FreshnessMonitorPlan | null;
 }
 
 /**
  * The manifest stage: the canonical, sorted record of assets, edges and DAGs (DESIGN §4), which is
  * also the previous state the next diff reads. Output: the object and its canonical JSON text.
  */
-export function buildManifest(project: LinkedProject, graph: AssetGraph, dags: DagPlan[]): StageResult<{ manifest: Manifest; text: string }> {
+export function buildManifest(
+  project: LinkedProject,
+  graph: AssetGraph,
+  dags: DagPlan[],
+  freshnessMonitor: FreshnessMonitorPlan | null = null,
+): StageResult<{ manifest: Manifest; text: string }> {
   const byId = new Map(project.contracts.map((c) => [c.contract.id, c]));
   const assets: ManifestAsset[] = [];
   for (const a of project.assets.values()) {
@@ -82,6 +90,7 @@ export function buildManifest(project: LinkedProject, graph: AssetGraph, dags: D
     assets,
     edges: graph.edges,
     dags,
+    freshness_monitor: freshnessMonitor,
   };
   return { value: { manifest, text: canonicalJson(manifest) }, diagnostics: [] };
 }

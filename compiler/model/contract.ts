@@ -94,6 +94,19 @@ export type Producer =
   | { type: "dbt"; project: string; select: string; params?: Record<string, unknown> }
   | { type: "command"; family: string; args?: string[]; params?: Record<string, unknown> };
 
+/**
+ * A contract's freshness policy (docs/contract-format.md, "Freshness"): `max_age` the promise
+ * (older: stale), `degrade_after` the escalation (older: degraded), `column` a timestamp property
+ * the audit measures, `expected_runtime` a DeadlineAlert on the producing DAG.
+ */
+export interface Freshness {
+  max_age: string;
+  degrade_after?: string;
+  column?: string;
+  expected_runtime?: string;
+  deadline_reference?: "queued_at" | "logical_date";
+}
+
 interface ContractBase {
   apiVersion: "contract-assets/v1";
   id: string;
@@ -107,7 +120,7 @@ interface ContractBase {
   datasets: Dataset[];
   upstreams?: Upstream[];
   trigger?: "manual" | TriggerObject;
-  freshness?: { max_age: string; degrade_after?: string };
+  freshness?: Freshness;
   on_failure?: OnFailure;
 }
 
@@ -142,7 +155,14 @@ export interface ExternalAssetsDocument {
   domain: string;
   owner: string;
   description?: string;
-  assets: Array<{ name: string; uri: string; description?: string; extra?: Record<string, unknown> }>;
+  assets: Array<{
+    name: string;
+    uri: string;
+    description?: string;
+    extra?: Record<string, unknown>;
+    freshness?: { max_age: string; degrade_after?: string };
+    published_by?: string;
+  }>;
 }
 
 export interface RunSettings {
@@ -151,6 +171,7 @@ export interface RunSettings {
   execution_timeout?: string;
   pool?: string;
   warehouse_conn_id?: string;
+  deadline_notifier?: string;
 }
 
 export interface OrchestrationConfigDocument {
@@ -163,6 +184,8 @@ export interface OrchestrationConfigDocument {
   producers?: Record<string, { command: string[]; env?: Record<string, string> }>;
   overrides?: Array<RunSettings & { match: { domain?: string; contract?: string } }>;
   sample_data?: Record<string, string>;
+  notifiers?: Record<string, { class: string; kwargs?: Record<string, unknown> }>;
+  freshness_monitor?: { cron?: string; timezone?: string; notifier?: string };
 }
 
 /** Every document kind the compiler reads, by `kind`. */

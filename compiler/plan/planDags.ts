@@ -1,5 +1,6 @@
 import type { StageResult } from "../diagnostics/diagnostic.js";
 import type { OrchestrationConfig } from "../link/config.js";
+import type { DeadlinePlan } from "../link/freshness.js";
 import { DEFAULT_LAYER, type AssetDeclaration, type LinkedContract, type LinkedProject } from "../link/linkProject.js";
 import type { AssetCondition, Contract, QualityRule } from "../model/contract.js";
 import { compareStrings } from "../support/compare.js";
@@ -46,6 +47,8 @@ export interface DagPlan {
   outlets: string[];
   tasks: TaskPlan[];
   default_args: DefaultArgsPlan;
+  /** The DeadlineAlert of `freshness.expected_runtime`; null when the contract has none. */
+  deadline: DeadlinePlan | null;
   /** What the runtime needs at task time (contract_runtime reads it from the manifest). */
   runtime: Record<string, unknown>;
 }
@@ -77,6 +80,26 @@ export function qualityNames(rules: readonly QualityRule[]): string[] {
   return names.map((n, i) => (names.indexOf(n) !== i || (rules[i]!.name === undefined && rules.some((r) => r.name === n)) ? `${n}_${i + 1}` : n));
 }
 
+/**
+ * The audit's data-time rules of one dataset (DESIGN §5.5): when `freshness.column` is one of its
+ * properties, `now − max(column)` in seconds must be at most `max_age` (severity `warning`: published,
+ * degraded) and at most `degrade_after` (severity `error`: gated by `on_failure`).
+ */
+export function dataTimeRules(contract: Contract, dataset: Contract["datasets"][number]): Array<Record<string, unknown>> {
+  const f = contract.freshness;
+  if (!f?.column || !dataset.schema.properties.some((p) => p.name === f.column)) return [];
+  const rule = (name: string, duration: string, severity: string): Record<string, unknown> => ({
+    name,
+    metric: "freshness",
+    column: f.column,
+    unit: "seconds",
+    mustBeLessOrEqualTo: parseDurationSeconds(duration)!,
+    severity,
+    description: `data time: now - max(${f.column}) at most ${duration}`,
+  });
+  return [rule("freshness_max_age", f.max_age, "warning"), ...(f.degrade_after ? [rule("freshness_degrade_after", f.degrade_after, "error")] : [])];
+}
+
 function runtimeOf(
   c: LinkedContract,
   assets: ReadonlyMap<string, AssetDeclaration>,
@@ -94,7 +117,10 @@ function runtimeOf(
       uri: assets.get(`${contract.domain}.${d.name}`)?.uri ?? null,
       layer: d.layer ?? DEFAULT_LAYER[contract.kind],
       schema: d.schema,
-      quality: qualityNames(d.quality ?? []).map((name, i) => ({ ...d.quality![i], name, severity: d.quality![i]!.severity ?? "error" })),
+      quality: [
+        ...qualityNames(d.quality ?? []).map((name, i) => ({ ...d.quality![i], name, severity: d.quality![i]!.severity ?? "error" })),
+        ...dataTimeRules(contract, d),
+      ],
       ...(d.physical ? { physical: d.physical } : {}),
     })),
     upstreams: c.upstreams.map((u) => ({ asset: u.asset, trigger: u.trigger, ...(u.schemaVersion !== undefined ? { schema_version: u.schemaVersion } : {}) })),
@@ -164,6 +190,7 @@ export function planDags(project: LinkedProject): StageResult<DagPlan[]> {
         { task_id: "publish", inlets: [], outlets, upstream_task_ids: ["audit"] },
       ],
       default_args: defaultArgs,
+      deadline: c.deadline ?? null,
       runtime: runtimeOf(c, project.assets, project.producerFiles, project.config),
     });
   }

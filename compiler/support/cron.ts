@@ -71,3 +71,47 @@ export function isKnownTimezone(name: string): boolean {
   if (knownTimezones.size < 10_000) knownTimezones.set(name, answer);
   return answer;
 }
+
+/** Airflow's presets as the cron expressions they stand for (airflow.timetables._cron). */
+const PRESET_EXPRESSIONS: Record<string, string> = {
+  "@hourly": "0 * * * *",
+  "@daily": "0 0 * * *",
+  "@midnight": "0 0 * * *",
+  "@weekly": "0 0 * * 0",
+  "@monthly": "0 0 1 * *",
+  "@quarterly": "0 0 1 */3 *",
+  "@yearly": "0 0 1 1 *",
+  "@annually": "0 0 1 1 *",
+};
+
+const cronGaps = new Map<string, number | undefined>();
+
+/**
+ * The longest time between two consecutive fires of a valid cron expression in a time zone, in
+ * seconds, measured over the eight years from 2026-01-01 (every calendar pattern: leap days,
+ * weekdays on month days, DST changes) or the first 50,000 fires, whichever ends first. Pure and
+ * deterministic: the window is fixed, never "now".
+ *
+ * @returns the gap, or undefined when the expression does not parse or fires fewer than twice.
+ */
+export function maxCronGapSeconds(expression: string, timezone: string): number | undefined {
+  const key = `${expression}\u0000${timezone}`;
+  if (cronGaps.has(key)) return cronGaps.get(key);
+  let gap: number | undefined;
+  try {
+    const start = Date.UTC(2026, 0, 1);
+    const end = Date.UTC(2034, 0, 1);
+    const interval = CronExpressionParser.parse(PRESET_EXPRESSIONS[expression] ?? expression, { tz: timezone, currentDate: new Date(start - 1) });
+    let previous: number | undefined;
+    for (let n = 0; n < 50_000; n++) {
+      const at = interval.next().getTime();
+      if (previous !== undefined) gap = Math.max(gap ?? 0, (at - previous) / 1000);
+      if (at > end) break;
+      previous = at;
+    }
+  } catch {
+    gap = undefined;
+  }
+  if (cronGaps.size < 10_000) cronGaps.set(key, gap);
+  return gap;
+}

@@ -23,3 +23,21 @@ export function parseDurationSeconds(text: string): number | undefined {
   const rounded = Math.round(seconds * 1000) / 1000;
   return rounded >= MIN_DURATION_SECONDS && rounded <= MAX_DURATION_SECONDS ? rounded : undefined;
 }
+
+/**
+ * A number of seconds as an ISO-8601 duration of days, hours, minutes and seconds (`P31D`,
+ * `PT1H30M`, `P1DT2H`): the inverse of {@link parseDurationSeconds} for whole seconds, used to
+ * name a span in a message. Fractions of a second are rounded to milliseconds.
+ */
+export function formatDurationSeconds(seconds: number): string {
+  let rest = Math.round(seconds * 1000) / 1000;
+  const days = Math.floor(rest / 86400);
+  rest -= days * 86400;
+  const hours = Math.floor(rest / 3600);
+  rest -= hours * 3600;
+  const minutes = Math.floor(rest / 60);
+  rest = Math.round((rest - minutes * 60) * 1000) / 1000;
+  const time = `${hours ? `${hours}H` : ""}${minutes ? `${minutes}M` : ""}${rest ? `${rest}S` : ""}`;
+  if (!days && !time) return "PT0S";
+  return `P${days ? `${days}D` : ""}${time ? `T${time}` : ""}`;
+}

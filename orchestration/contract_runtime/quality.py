@@ -12,6 +12,10 @@ A rule is one ``datasets[].quality[]`` item of the manifest. Measures:
                      count(distinct c)``: the rows that repeat an earlier value; NULLs are left
                      to ``nullValues``)
 ``rowCount``         rows
+``freshness``        data time: ``now - max(column)`` in seconds (``unit: seconds``), for the rules
+                     the compiler derives from ``freshness.column`` (``freshness_max_age``,
+                     severity ``warning``; ``freshness_degrade_after``, severity ``error``); an
+                     empty column measures None and fails
 ``type: sql``        the first column of the first row of ``query`` with ``{dataset}`` replaced
                      by the quoted table identifier (NULL -> ``actual`` None, the rule fails)
 ===================  ==========================================================================
@@ -163,6 +167,10 @@ def _measure(wh: Warehouse, table: TableRef, rule: Mapping[str, Any]) -> tuple[A
         raise QualityRuleError(f"rule {rule.get('name')!r} ({metric}) needs a column")
     col = quote_ident(str(column))
     t = table.sql
+    if metric == "freshness":
+        from contract_runtime.freshness import data_time_age_seconds
+
+        return data_time_age_seconds(wh.scalar(f"select max({col}) from {t}")), None
     if metric == "nullValues":
         sql, params = f"select count(*) - count({col}), count(*) from {t}", None
     elif metric == "missingValues":

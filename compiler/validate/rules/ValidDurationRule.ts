@@ -10,10 +10,26 @@ function check(value: string | undefined, path: NodePath, context: RuleContext):
   return seconds;
 }
 
+/** `max_age` and `degrade_after` are durations, and the escalation never comes before the promise. */
+function checkFreshness(freshness: { max_age: string; degrade_after?: string }, path: NodePath, context: RuleContext): void {
+  const maxAge = check(freshness.max_age, [...path, "max_age"], context);
+  const degrade = check(freshness.degrade_after, [...path, "degrade_after"], context);
+  if (maxAge !== undefined && degrade !== undefined && degrade < maxAge) {
+    context.report(
+      createDiagnostic(
+        Diagnostics.DegradeBeforeMaxAge,
+        { maxAge: freshness.max_age, degradeAfter: freshness.degrade_after! },
+        context.source.locate([...path, "degrade_after"]),
+      ),
+    );
+  }
+}
+
 /**
  * Every duration is an ISO-8601 duration of fixed length (weeks, days, hours, minutes, seconds),
  * and a freshness `degrade_after` is not shorter than `max_age`. Why: durations become Python
- * timedeltas and freshness deadlines that must mean one exact span.
+ * timedeltas and freshness deadlines that must mean one exact span, and a `degraded` state reached
+ * before `stale` would escalate a dataset that has not yet broken its promise.
  */
 export const ValidDurationRule: DocumentRule = {
   name: "ValidDurationRule",
@@ -29,17 +45,14 @@ export const ValidDurationRule: DocumentRule = {
       }
       return;
     }
-    if (document.kind === "ExternalAssets" || !document.freshness) return;
-    const maxAge = check(document.freshness.max_age, ["freshness", "max_age"], context);
-    const degrade = check(document.freshness.degrade_after, ["freshness", "degrade_after"], context);
-    if (maxAge !== undefined && degrade !== undefined && degrade < maxAge) {
-      context.report(
-        createDiagnostic(
-          Diagnostics.DegradeBeforeMaxAge,
-          { maxAge: document.freshness.max_age, degradeAfter: document.freshness.degrade_after! },
-          context.source.locate(["freshness", "degrade_after"]),
-        ),
-      );
+    if (document.kind === "ExternalAssets") {
+      document.assets.forEach((asset, i) => {
+        if (asset.freshness) checkFreshness(asset.freshness, ["assets", i, "freshness"], context);
+      });
+      return;
     }
+    if (!document.freshness) return;
+    checkFreshness(document.freshness, ["freshness"], context);
+    check(document.freshness.expected_runtime, ["freshness", "expected_runtime"], context);
   },
 };

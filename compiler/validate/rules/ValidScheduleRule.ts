@@ -29,6 +29,9 @@ export const ValidScheduleRule: DocumentRule = {
       for (const [name, schedule] of Object.entries(document.schedules ?? {})) {
         checkCron(schedule.cron, schedule.timezone, ["schedules", name], context);
       }
+      const monitor = document.freshness_monitor;
+      if (monitor?.cron !== undefined) checkCron(monitor.cron, monitor.timezone, ["freshness_monitor"], context);
+      else if (monitor?.timezone !== undefined) checkTimezone(monitor.timezone, ["freshness_monitor", "timezone"], context);
       return;
     }
     if (document.kind === "ExternalAssets") return;

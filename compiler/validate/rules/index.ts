@@ -1,5 +1,6 @@
 import { CredentialInTextRule } from "./CredentialInTextRule.js";
 import { DagTagRule } from "./DagTagRule.js";
+import { FreshnessPolicyRule } from "./FreshnessPolicyRule.js";
 import { IdDomainRule } from "./IdDomainRule.js";
 import { NestingDepthRule } from "./NestingDepthRule.js";
 import { PiiLegalBasisRule } from "./PiiLegalBasisRule.js";
@@ -20,6 +21,7 @@ export const DOCUMENT_RULES: readonly DocumentRule[] = [
   ReservedNameRule,
   ValidScheduleRule,
   ValidDurationRule,
+  FreshnessPolicyRule,
   PiiLegalBasisRule,
   ProjectPathRule,
   UniqueNamesRule,

@@ -9,6 +9,8 @@ configuration). None of them ever raises or blocks a task for longer than the em
   ``dataQualityAssertions`` in the tested dataset's ``inputFacets``; before the terminal event.
 * :func:`emit_complete` — ``publish`` succeeded: COMPLETE, with the published outputs.
 * :func:`emit_fail` — the final failure (not a retry) of any task: FAIL, with ``errorMessage``.
+* :func:`emit_freshness` — the freshness monitor evaluated an asset: OTHER, with a
+  ``freshness`` assertion in the asset's ``inputFacets`` (job: the monitor's dag_id).
 
 All events of one DAG run share one runId, equal to the Airflow OpenLineage provider's DAG-run id
 (:func:`dag_run_id`). The job is ``<lineage namespace>.<domain>`` / ``<contract id>``.
@@ -27,6 +29,7 @@ from contract_runtime.lineage.events import (
     assertions_event,
     complete_event,
     fail_event,
+    freshness_event,
     start_event,
 )
 from contract_runtime.lineage.identity import (
@@ -42,6 +45,7 @@ __all__ = [
     "emit_assertions",
     "emit_complete",
     "emit_fail",
+    "emit_freshness",
     "emit_start",
     "sql_warehouse_namespace",
 ]
@@ -110,3 +114,21 @@ def emit_fail(
     :param task_id: The task that failed.
     """
     _emit("FAIL", dag, lambda: fail_event(manifest, dag, run, error, task_id))
+
+
+def emit_freshness(
+    manifest: dict,
+    monitor: dict,
+    run: RunIdentityLike,
+    entry: dict,
+    policy: dict,
+    warehouse: dict,
+) -> None:
+    """Send OTHER with the ``freshness`` assertion of one monitored asset.
+
+    :param monitor: The manifest's ``freshness_monitor`` section.
+    :param entry: One evaluation (``contract_runtime.freshness.evaluate_assets``).
+    :param policy: The asset's entry of ``monitor["assets"]``.
+    :param warehouse: ``warehouse_namespace`` / ``warehouse_database`` naming the warehouse.
+    """
+    _emit("OTHER", monitor, lambda: freshness_event(manifest, monitor, run, entry, policy, warehouse))

@@ -50,6 +50,7 @@ from contract_runtime.lineage.runid import (
 
 __all__ = [
     "assertions_event",
+    "freshness_event",
     "complete_event",
     "fail_event",
     "job_name",
@@ -304,4 +305,81 @@ def fail_event(
         run,
         run_facets={"errorMessage": F.error_message_facet(error, task_id)},
         event_time=event_time,
+    )
+
+
+def freshness_event(
+    manifest: Mapping[str, Any],
+    monitor: Mapping[str, Any],
+    run: RunIdentityLike,
+    entry: Mapping[str, Any],
+    policy: Mapping[str, Any],
+    warehouse: Mapping[str, Any],
+    *,
+    event_time: str | None = None,
+) -> RunEvent:
+    """The OTHER event of one freshness evaluation (sent by the freshness monitor, per asset).
+
+    Job: ``<lineage namespace>`` / the monitor's dag_id; run: the monitor's DAG run. The monitored
+    asset is the input, identified as every other event identifies it (physical location, Asset
+    symlink), with one ``dataQualityAssertions`` assertion ``freshness``: ``success`` when the state
+    is ``fresh`` or ``recovered``, ``expected`` the policy (``<= max_age``), ``actual`` the age in
+    seconds (None when never published), ``severity`` ``error`` once degraded, else ``warning``.
+
+    :param entry: One result of :func:`contract_runtime.freshness.evaluate_assets`.
+    :param policy: The asset's entry of ``freshness_monitor.assets``.
+    :param warehouse: ``warehouse_namespace`` / ``warehouse_database`` of the warehouse the
+        producers write (see :func:`~contract_runtime.stages.lineage_warehouse`).
+    """
+    lineage_namespace = str(manifest["lineage"]["namespace"])
+    asset_name = str(entry["asset"])
+    namespace, name = upstream_identity(manifest, asset_name, warehouse)
+    state = str(entry["state"])
+    assertion = {
+        "name": "freshness",
+        "metric": "freshness",
+        "column": None,
+        "severity": "error" if state == "degraded" else "warning",
+        "operator": "mustBeLessOrEqualTo",
+        "expected": policy.get("max_age_seconds"),
+        "actual": entry.get("age_seconds"),
+        "success": state in ("fresh", "recovered"),
+    }
+    facet = F.assertions_facet([assertion], [])
+    for a in facet.assertions:
+        a.params = {
+            **(a.params or {}),
+            "state": state,
+            "previous_state": entry.get("previous_state"),
+            "max_age": policy.get("max_age"),
+            "degrade_after": policy.get("degrade_after"),
+            "last_event_at": entry.get("last_event_at"),
+        }
+    tested = InputDataset(
+        namespace=namespace,
+        name=name,
+        facets={
+            "symlinks": F.symlinks_facet(
+                [asset_symlink(lineage_namespace, asset_name, policy.get("uri"))]
+            )
+        },
+        inputFacets={"dataQualityAssertions": facet},
+    )
+    job = Job(
+        namespace=lineage_namespace,
+        name=str(monitor["dag_id"]),
+        facets={"jobType": F.job_type_facet()},
+    )
+    run_id = dag_run_id(run)
+    return RunEvent(
+        eventType=RunState.OTHER,
+        eventTime=event_time or _now(),
+        run=Run(
+            runId=run_id,
+            facets={"parent": F.parent_facet(provider_namespace(), str(monitor["dag_id"]), run_id)},
+        ),
+        job=job,
+        inputs=[tested],
+        outputs=[],
+        producer=F.PRODUCER,
     )

@@ -1,0 +1,370 @@
+"""Freshness that is enforced (DESIGN §5.5): the states, the monitor task, the data-time measure.
+
+A freshness policy is ``{max_age, degrade_after}`` (seconds here). The **age** of an asset is
+``now - timestamp of its latest Asset event`` (an event exists only when ``publish`` passed the
+quality gate, or an external system posted one with ``POST /api/v2/assets/events``).
+
+=============  ==========================================================================
+state          when
+=============  ==========================================================================
+``unknown``    the asset has no Asset event (never published)
+``fresh``      age <= ``max_age``
+``stale``      age > ``max_age`` (the freshness promise is broken: alert)
+``degraded``   age > ``degrade_after`` (the escalation; consumers with ``require: passed``
+               skip it)
+``recovered``  the first fresh evaluation after ``stale`` or ``degraded``; the next fresh
+               evaluation is ``fresh`` again
+=============  ==========================================================================
+
+Alerts fire only on a **transition into** ``stale``, ``degraded`` or ``recovered`` (a state
+different from the stored one); a repeated state, ``unknown`` and ``fresh`` never alert.
+
+States persist between monitor runs in the warehouse table ``_ca_state.freshness`` (one row per
+asset). A transition whose alert could not be sent keeps the stored state, so the next run sends it
+again, and the task fails naming the asset and the notifier.
+
+Airflow has no asset freshness of its own, and its deadline alerts exist only for DAG runs that
+exist: this monitor (one generated DAG per project, ``contract_assets_freshness_monitor``) is what
+notices a producer that never ran. It reads events through the Task SDK (its task's inlets,
+``context["inlet_events"]``), never the metadata database.
+"""
+
+from __future__ import annotations
+
+import datetime
+import importlib
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk import BaseOperator
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+    from contract_runtime.warehouse import Warehouse
+
+__all__ = [
+    "ALERTING_STATES",
+    "STATES",
+    "FreshnessMonitorOperator",
+    "classify",
+    "data_time_age_seconds",
+    "evaluate_assets",
+    "get_states",
+    "should_alert",
+]
+
+log = logging.getLogger(__name__)
+
+#: Every state, in order of escalation (``recovered`` is a fresh state that follows a broken one).
+STATES: tuple[str, ...] = ("unknown", "fresh", "recovered", "stale", "degraded")
+#: States whose arrival sends an alert.
+ALERTING_STATES: frozenset[str] = frozenset({"stale", "degraded", "recovered"})
+#: Where the states are kept, in the warehouse's state schema.
+FRESHNESS_TABLE_NAME: str = "freshness"
+
+
+def classify(
+    age_seconds: float | None,
+    max_age_seconds: float,
+    degrade_after_seconds: float | None,
+    previous_state: str | None,
+) -> str:
+    """The state of an asset from its age and policy (see the module table).
+
+    :param age_seconds: Seconds since the latest Asset event; None when there is none.
+    :param max_age_seconds: The policy's ``max_age``.
+    :param degrade_after_seconds: The policy's ``degrade_after``; None: never ``degraded``.
+    :param previous_state: The stored state of the last evaluation, or None for the first.
+    :returns: One of :data:`STATES`.
+    """
+    if age_seconds is None:
+        return "unknown"
+    if degrade_after_seconds is not None and age_seconds > degrade_after_seconds:
+        return "degraded"
+    if age_seconds > max_age_seconds:
+        return "stale"
+    return "recovered" if previous_state in ("stale", "degraded") else "fresh"
+
+
+def should_alert(previous_state: str | None, state: str) -> bool:
+    """True on a transition into ``stale``, ``degraded`` or ``recovered``."""
+    return state in ALERTING_STATES and state != previous_state
+
+
+def _aware(value: datetime.datetime) -> datetime.datetime:
+    return value if value.tzinfo is not None else value.replace(tzinfo=datetime.UTC)
+
+
+def _iso(value: datetime.datetime | None) -> str | None:
+    return None if value is None else _aware(value).astimezone(datetime.UTC).isoformat()
+
+
+def evaluate_assets(
+    assets: Sequence[Mapping[str, Any]],
+    latest_event_at: Callable[[str], datetime.datetime | None],
+    previous: Mapping[str, str],
+    now: datetime.datetime,
+) -> list[dict[str, Any]]:
+    """Evaluate every monitored asset once.
+
+    :param assets: The manifest's ``freshness_monitor.assets`` (``name``, ``max_age``,
+        ``max_age_seconds``, ``degrade_after``, ``degrade_after_seconds``).
+    :param latest_event_at: Asset name -> timestamp of its latest Asset event, or None.
+    :param previous: Asset name -> stored state.
+    :param now: The evaluation instant (timezone-aware).
+    :returns: One entry per asset, in manifest order: ``{asset, state, previous_state,
+        age_seconds (float or None), last_event_at (ISO 8601 UTC or None), max_age,
+        degrade_after}`` (durations as ISO 8601 text, as the contract wrote them).
+    """
+    results = []
+    for asset in assets:
+        name = str(asset["name"])
+        last = latest_event_at(name)
+        age = None if last is None else max(0.0, (now - _aware(last)).total_seconds())
+        prior = previous.get(name)
+        state = classify(age, float(asset["max_age_seconds"]), asset.get("degrade_after_seconds"), prior)
+        results.append(
+            {
+                "asset": name,
+                "state": state,
+                "previous_state": prior,
+                "age_seconds": None if age is None else round(age, 3),
+                "last_event_at": _iso(last),
+                "max_age": asset["max_age"],
+                "degrade_after": asset.get("degrade_after"),
+            }
+        )
+    return results
+
+
+# ---------------------------------------------------------------------- state table
+
+
+def _table() -> Any:
+    from contract_runtime.sqlutil import TableRef
+    from contract_runtime.tables import STATE_SCHEMA
+
+    return TableRef(STATE_SCHEMA, FRESHNESS_TABLE_NAME)
+
+
+def ensure_freshness_table(wh: Warehouse) -> None:
+    """Create ``_ca_state.freshness`` when missing: ``asset, state, last_event_at, age_seconds,
+    evaluated_at`` (one row per asset)."""
+    from contract_runtime.tables import STATE_SCHEMA
+
+    ts = "timestamp with time zone" if wh.dialect in ("duckdb", "postgres") else "timestamp"
+    wh.create_schema(STATE_SCHEMA)
+    wh.execute(
+        f"create table if not exists {_table().sql} ("
+        "asset varchar(1500) not null, state varchar(20) not null, last_event_at varchar(64), "
+        f"age_seconds double precision, evaluated_at {ts} not null)"
+    )
+
+
+def get_states(wh: Warehouse) -> dict[str, str]:
+    """Asset name -> stored freshness state (empty before the monitor's first run).
+
+    Consumers may read it (``require: passed`` skips a ``degraded`` upstream).
+    """
+    if not wh.table_exists(_table()):
+        return {}
+    return {str(a): str(s) for a, s in wh.fetch(f"select asset, state from {_table().sql}")}
+
+
+def _store(wh: Warehouse, entries: Sequence[Mapping[str, Any]], now: datetime.datetime) -> None:
+    with wh.transaction():
+        for e in entries:
+            wh.execute(f"delete from {_table().sql} where asset = ?", [e["asset"]])
+            wh.execute(
+                f"insert into {_table().sql} (asset, state, last_event_at, age_seconds, evaluated_at) "
+                "values (?, ?, ?, ?, ?)",
+                [e["asset"], e["state"], e["last_event_at"], e["age_seconds"], now],
+            )
+
+
+# ---------------------------------------------------------------------- data time (audit)
+
+
+def data_time_age_seconds(value: Any, now: datetime.datetime | None = None) -> float | None:
+    """``now - value`` in seconds for ``max(column)`` of a ``timestamp`` or ``date`` property.
+
+    A naive timestamp is taken as UTC (Airflow's and the warehouse defaults' convention); a date
+    stands for its midnight UTC. None (an empty table or only NULLs) gives None, which fails the
+    rule: a dataset with no data time has no freshness to show.
+
+    :raises TypeError: For a value that is not a date or timestamp.
+    """
+    if value is None:
+        return None
+    now = now or datetime.datetime.now(tz=datetime.UTC)
+    if isinstance(value, datetime.datetime):
+        moment = _aware(value)
+    elif isinstance(value, datetime.date):
+        moment = datetime.datetime(value.year, value.month, value.day, tzinfo=datetime.UTC)
+    elif isinstance(value, str):
+        moment = _aware(datetime.datetime.fromisoformat(value))
+    else:
+        raise TypeError(f"max(column) is {type(value).__name__}, not a date or timestamp")
+    return round((now - moment).total_seconds(), 3)
+
+
+# ---------------------------------------------------------------------- notifiers
+
+
+def build_notifier(spec: Mapping[str, Any]) -> Any:
+    """Instantiate the configured notifier: ``{name, class, kwargs}`` from the manifest.
+
+    :raises ImportError: When the class cannot be imported (the message names the notifier).
+    """
+    path = str(spec["class"])
+    module_name, _, attribute = path.rpartition(".")
+    try:
+        cls = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as exc:
+        raise ImportError(f"notifier {spec.get('name')!r}: cannot import {path!r}: {exc}") from exc
+    return cls(**dict(spec.get("kwargs") or {}))
+
+
+def send_alert(spec: Mapping[str, Any], entry: Mapping[str, Any], context: Mapping[str, Any]) -> None:
+    """Send one transition through the notifier, synchronously (``BaseNotifier.__call__``).
+
+    The notifier gets the task context plus ``freshness``: the evaluation entry, so its templates
+    can say ``{{ freshness.asset }} is {{ freshness.state }}``.
+    """
+    notifier = build_notifier(spec)
+    notifier({**dict(context), "freshness": dict(entry)})
+
+
+# ---------------------------------------------------------------------- the operator
+
+
+class FreshnessMonitorOperator(BaseOperator):
+    """The freshness monitor's task: evaluate, persist, alert on transitions, emit lineage.
+
+    :param manifest_path: Path of the compiled manifest; its ``freshness_monitor`` section lists
+        the assets, their policies, the notifier and the warehouse connection.
+    :param kwargs: Passed to :class:`airflow.sdk.BaseOperator`; ``inlets`` must hold every
+        monitored Asset (the generated module does), since events are read as inlet events.
+    :returns: (XCom) the list :func:`evaluate_assets` documents.
+    :raises RuntimeError: When an alert could not be sent (after every other asset is stored).
+    """
+
+    def __init__(self, *, manifest_path: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.manifest_path: str = manifest_path
+
+    def execute(self, context: Context) -> Any:
+        from contract_runtime.manifest import load_manifest
+        from contract_runtime.warehouse import open_warehouse
+
+        manifest = load_manifest(self.manifest_path)
+        monitor = manifest.get("freshness_monitor")
+        if not monitor:
+            raise RuntimeError(f"{self.manifest_path}: the manifest has no freshness_monitor section")
+        events = context["inlet_events"]
+        by_name = {getattr(a, "name", None): a for a in (self.inlets or [])}
+
+        def latest(name: str) -> datetime.datetime | None:
+            asset = by_name.get(name)
+            if asset is None:
+                raise RuntimeError(f"freshness monitor: {name!r} is not an inlet of task {self.task_id!r}")
+            found = list(events[asset].ascending(False).limit(1))
+            return found[0].timestamp if found else None
+
+        return run_monitor(
+            manifest,
+            monitor,
+            latest,
+            context,
+            opener=open_warehouse,
+            now=datetime.datetime.now(tz=datetime.UTC),
+        )
+
+
+def run_monitor(
+    manifest: Mapping[str, Any],
+    monitor: Mapping[str, Any],
+    latest_event_at: Callable[[str], datetime.datetime | None],
+    context: Mapping[str, Any],
+    *,
+    opener: Callable[[str | None], Warehouse],
+    now: datetime.datetime,
+) -> list[dict[str, Any]]:
+    """One monitor evaluation: states, alerts on transitions, persistence, lineage.
+
+    :param monitor: The manifest's ``freshness_monitor`` section.
+    :param latest_event_at: Asset name -> latest Asset event timestamp or None.
+    :param context: The Airflow task context (given to the notifier; ``ti`` etc. for lineage).
+    :param opener: Opens the warehouse of ``monitor["warehouse_conn_id"]``.
+    :returns: The evaluation entries (see :func:`evaluate_assets`).
+    :raises RuntimeError: When an alert could not be sent; every other state is stored first.
+    """
+    conn_id = monitor.get("warehouse_conn_id")
+    wh = opener(conn_id)
+    try:
+        ensure_freshness_table(wh)
+        previous = get_states(wh)
+        entries = evaluate_assets(monitor["assets"], latest_event_at, previous, now)
+        notifier = monitor.get("notifier")
+        failures: list[str] = []
+        stored: list[dict[str, Any]] = []
+        for entry in entries:
+            log.info(
+                "freshness %-9s %s (previous %s, age %s s, max_age %s, degrade_after %s)",
+                entry["state"],
+                entry["asset"],
+                entry["previous_state"],
+                entry["age_seconds"],
+                entry["max_age"],
+                entry["degrade_after"],
+            )
+            if should_alert(entry["previous_state"], entry["state"]):
+                if notifier is None:
+                    log.warning("freshness: %s is %s; no notifier is configured", entry["asset"], entry["state"])
+                else:
+                    try:
+                        send_alert(notifier, entry, context)
+                    except Exception as exc:  # noqa: BLE001 - reported below, state kept for a resend
+                        failures.append(f"{entry['asset']} ({entry['state']}): {type(exc).__name__}: {exc}")
+                        continue
+            stored.append(entry)
+        _store(wh, stored, now)
+        naming = _lineage_naming(wh)
+    finally:
+        wh.close()
+    _emit_lineage(manifest, monitor, context, entries, naming)
+    if failures:
+        raise RuntimeError(
+            f"freshness monitor: notifier {notifier['name']!r} ({notifier['class']}) failed for "
+            + "; ".join(failures)
+            + f" (warehouse connection {conn_id!r}); those transitions are sent again next run"
+        )
+    return entries
+
+
+def _lineage_naming(wh: Warehouse) -> dict[str, str]:
+    from contract_runtime.stages import lineage_warehouse
+
+    return lineage_warehouse(wh)
+
+
+def _emit_lineage(
+    manifest: Mapping[str, Any],
+    monitor: Mapping[str, Any],
+    context: Mapping[str, Any],
+    entries: Sequence[Mapping[str, Any]],
+    naming: Mapping[str, str],
+) -> None:
+    """One OpenLineage event per monitored asset (never raises; lineage never fails the task)."""
+    try:
+        from contract_runtime.lineage import emit_freshness
+        from contract_runtime.run import RunIdentity
+
+        run = RunIdentity.from_context(context)
+        policies = {str(a["name"]): a for a in monitor["assets"]}
+        for entry in entries:
+            emit_freshness(manifest, monitor, run, entry, policies[str(entry["asset"])], dict(naming))
+    except Exception as exc:  # noqa: BLE001 - lineage must never change the task outcome
+        log.warning("lineage freshness events skipped: %s: %s", type(exc).__name__, exc)
