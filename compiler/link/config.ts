@@ -1,7 +1,5 @@
-import { createDiagnostic, Diagnostics } from "../diagnostics/catalogue.js";
-import type { Diagnostic, SourceLocation } from "../diagnostics/diagnostic.js";
+import type { SourceLocation } from "../diagnostics/diagnostic.js";
 import type { OrchestrationConfigDocument, RunSettings } from "../model/contract.js";
-import { suggest } from "../support/suggest.js";
 import type { Located } from "../validate/validateDocuments.js";
 
 /** The default Asset URI template (DESIGN §3.3). */
@@ -20,20 +18,30 @@ export interface OrchestrationConfig {
   overrides: Array<RunSettings & { match: { domain?: string; contract?: string }; location: SourceLocation }>;
   sampleData: Map<string, string>;
   /** Airflow notifiers by name: a `BaseNotifier` class path and its constructor arguments. */
-  notifiers: Map<string, { class: string; kwargs: Record<string, unknown>; location: SourceLocation }>;
+  notifiers: Map<string, { class: string; kwargs: Record<string, unknown> }>;
   /** The freshness monitor's schedule and notifier (DESIGN §5.5). */
-  freshnessMonitor: { cron: string; timezone: string; notifier?: string; location?: SourceLocation; notifierLocation?: SourceLocation };
+  freshnessMonitor: { cron: string; timezone: string; notifier?: string };
+  /** Every place a notifier is named (for KnownNotifierRule): `freshness_monitor`, `deadline_notifier`. */
+  notifierReferences: Array<{ name: string; location: SourceLocation }>;
 }
 
 /** The freshness monitor's default cron: every 15 minutes. */
 export const DEFAULT_MONITOR_CRON = "*/15 * * * *";
 
+/** A config key set twice: the later setting is ignored (reported by UniqueConfigKeyRule). */
+export interface ConfigConflict {
+  key: string;
+  location: SourceLocation;
+  first: SourceLocation;
+}
+
 /**
- * Merges the config files. A single-valued key (uri_template, lineage, defaults) set in two files,
- * or a schedule or producer family named in two files, is CA4015 naming both places.
+ * Merges the config files in the order given. A single-valued key (uri_template, lineage,
+ * defaults) set in two files, or a schedule or producer family named in two files, keeps the first
+ * setting and is recorded in `conflicts`.
  */
-export function mergeConfigs(configs: ReadonlyArray<Located<OrchestrationConfigDocument>>): { config: OrchestrationConfig; diagnostics: Diagnostic[] } {
-  const diagnostics: Diagnostic[] = [];
+export function mergeConfigs(configs: ReadonlyArray<Located<OrchestrationConfigDocument>>): { config: OrchestrationConfig; conflicts: ConfigConflict[] } {
+  const conflicts: ConfigConflict[] = [];
   const config: OrchestrationConfig = {
     uriTemplate: DEFAULT_URI_TEMPLATE,
     lineageNamespace: DEFAULT_LINEAGE_NAMESPACE,
@@ -44,13 +52,13 @@ export function mergeConfigs(configs: ReadonlyArray<Located<OrchestrationConfigD
     sampleData: new Map(),
     notifiers: new Map(),
     freshnessMonitor: { cron: DEFAULT_MONITOR_CRON, timezone: "UTC" },
+    notifierReferences: [],
   };
   const firstSeen = new Map<string, SourceLocation>();
-  const references: Array<{ name: string; location: SourceLocation }> = [];
   const claim = (key: string, location: SourceLocation): boolean => {
     const seen = firstSeen.get(key);
     if (seen) {
-      diagnostics.push(createDiagnostic(Diagnostics.ConfigConflict, { key }, location, { related: [{ message: "first set here", location: seen }] }));
+      conflicts.push({ key, location, first: seen });
       return false;
     }
     firstSeen.set(key, location);
@@ -72,34 +80,26 @@ export function mergeConfigs(configs: ReadonlyArray<Located<OrchestrationConfigD
     for (const [name, p] of Object.entries(document.sample_data ?? {})) {
       if (claim(`sample_data.${name}`, source.locate(["sample_data", name], "key"))) config.sampleData.set(name, p);
     }
+    (document.overrides ?? []).forEach((o, i) => config.overrides.push({ ...o, location: source.locate(["overrides", i, "match"]) }));
     for (const [name, n] of Object.entries(document.notifiers ?? {})) {
-      const at = source.locate(["notifiers", name], "key");
-      if (claim(`notifiers.${name}`, at)) config.notifiers.set(name, { class: n.class, kwargs: n.kwargs ?? {}, location: at });
+      if (claim(`notifiers.${name}`, source.locate(["notifiers", name], "key"))) config.notifiers.set(name, { class: n.class, kwargs: n.kwargs ?? {} });
     }
     const monitor = document.freshness_monitor;
     if (monitor !== undefined && claim("freshness_monitor", source.locate(["freshness_monitor"], "key"))) {
-      config.freshnessMonitor = { cron: monitor.cron ?? DEFAULT_MONITOR_CRON, timezone: monitor.timezone ?? "UTC", location: source.locate(["freshness_monitor"], "key") };
+      config.freshnessMonitor = { cron: monitor.cron ?? DEFAULT_MONITOR_CRON, timezone: monitor.timezone ?? "UTC" };
       if (monitor.notifier !== undefined) {
         config.freshnessMonitor.notifier = monitor.notifier;
-        config.freshnessMonitor.notifierLocation = source.locate(["freshness_monitor", "notifier"]);
+        config.notifierReferences.push({ name: monitor.notifier, location: source.locate(["freshness_monitor", "notifier"]) });
       }
     }
-    (document.overrides ?? []).forEach((o, i) => config.overrides.push({ ...o, location: source.locate(["overrides", i, "match"]) }));
     if (document.defaults?.deadline_notifier !== undefined) {
-      references.push({ name: document.defaults.deadline_notifier, location: source.locate(["defaults", "deadline_notifier"]) });
+      config.notifierReferences.push({ name: document.defaults.deadline_notifier, location: source.locate(["defaults", "deadline_notifier"]) });
     }
     (document.overrides ?? []).forEach((o, i) => {
-      if (o.deadline_notifier !== undefined) references.push({ name: o.deadline_notifier, location: source.locate(["overrides", i, "deadline_notifier"]) });
+      if (o.deadline_notifier !== undefined) config.notifierReferences.push({ name: o.deadline_notifier, location: source.locate(["overrides", i, "deadline_notifier"]) });
     });
   }
-  if (config.freshnessMonitor.notifier !== undefined) references.push({ name: config.freshnessMonitor.notifier, location: config.freshnessMonitor.notifierLocation! });
-  // Notifier names may be declared in any config file, so they are resolved after the merge.
-  for (const { name, location } of references) {
-    if (config.notifiers.has(name)) continue;
-    const guess = suggest(name, config.notifiers.keys());
-    diagnostics.push(createDiagnostic(Diagnostics.UnknownNotifier, { name }, location, guess ? { hint: `did you mean "${guess}"?` } : {}));
-  }
-  return { config, diagnostics };
+  return { config, conflicts };
 }
 
 /**
@@ -118,8 +118,8 @@ export function runSettingsFor(config: OrchestrationConfig, contractId: string, 
 }
 
 /**
- * Expands the URI template for one dataset. Unknown placeholders are reported once per template
- * (CA4017) by {@link templateProblems}.
+ * Expands the URI template for one dataset. Unknown placeholders are found once per template by
+ * {@link templateProblems}.
  */
 export function expandUriTemplate(template: string, values: { layer: string; domain: string; name: string }): string {
   return template.replace(/\{(layer|domain|name)\}/g, (_, key: "layer" | "domain" | "name") => values[key]);

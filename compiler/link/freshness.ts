@@ -1,9 +1,6 @@
-import { createDiagnostic, Diagnostics } from "../diagnostics/catalogue.js";
-import type { Diagnostic } from "../diagnostics/diagnostic.js";
-import { maxCronGapSeconds } from "../support/cron.js";
-import { formatDurationSeconds, parseDurationSeconds } from "../support/duration.js";
 import type { OrchestrationConfig } from "./config.js";
-import type { LinkedContract } from "./linkProject.js";
+import type { LinkedContract } from "./model.js";
+import { parseDurationSeconds } from "../support/duration.js";
 
 /** A resolved notifier: its name in the config, its class path and constructor arguments. */
 export interface NotifierPlan {
@@ -23,53 +20,34 @@ export interface DeadlinePlan {
   notifier: NotifierPlan;
 }
 
-/** A notifier of the config by name, as the plan carries it. */
+/** A notifier of the config by name, as the plan carries it; undefined when unknown. */
 export function notifierPlan(config: OrchestrationConfig, name: string | undefined): NotifierPlan | undefined {
   const n = name === undefined ? undefined : config.notifiers.get(name);
   return n && name !== undefined ? { name, class: n.class, kwargs: n.kwargs } : undefined;
 }
 
+/** True when Airflow creates runs of the contract's DAG from Asset events (alone or with a cron). */
+export function isAssetTriggered(entry: Pick<LinkedContract, "contract" | "upstreams">): boolean {
+  return entry.contract.trigger !== "manual" && entry.upstreams.some((u) => u.trigger);
+}
+
+/** The notifier name a contract's deadline uses: its `deadline_notifier`, else the monitor's. */
+export function deadlineNotifierName(entry: Pick<LinkedContract, "runSettings">, config: OrchestrationConfig): string | undefined {
+  return entry.runSettings.deadline_notifier ?? config.freshnessMonitor.notifier;
+}
+
 /**
- * Resolves each contract's freshness into Airflow terms and reports what Airflow cannot keep.
- *
- * - `expected_runtime` → a {@link DeadlinePlan} on `entry.deadline`. Reference: the one asked for,
- *   else `logical_date` for a DAG scheduled by cron only and `queued_at` for every other (an
- *   asset-triggered run has no logical date; CA3503 refuses asking for one). Notifier: the
- *   contract's `deadline_notifier` run setting, else `freshness_monitor.notifier`; none is CA4502.
- * - A DAG scheduled only by cron whose longest gap between runs exceeds `max_age` is CA4503
- *   (warning): it is stale before each such run however well it runs.
- *
- * Mutates `entry.deadline`; returns the diagnostics.
+ * The DeadlineAlert of a resolved contract, or undefined (no `expected_runtime`, or no known
+ * notifier: DeadlineNotifierRule and KnownNotifierRule report those). Reference: the one asked for,
+ * else `logical_date` for a DAG scheduled by cron only and `queued_at` for every other: an
+ * asset-triggered run has no logical date in Airflow 3.2 (CA3503 refuses asking for one).
  */
-export function linkFreshness(contracts: LinkedContract[], config: OrchestrationConfig): Diagnostic[] {
-  const diagnostics: Diagnostic[] = [];
-  for (const entry of contracts) {
-    const freshness = entry.contract.freshness;
-    if (!freshness || entry.status === "retired" || entry.status === "draft") continue;
-    const source = entry.located.source;
-    const assetTriggered = entry.contract.trigger !== "manual" && entry.upstreams.some((u) => u.trigger);
-    if (freshness.expected_runtime !== undefined) {
-      const interval = parseDurationSeconds(freshness.expected_runtime);
-      const name = entry.runSettings.deadline_notifier ?? config.freshnessMonitor.notifier;
-      const notifier = notifierPlan(config, name);
-      if (name === undefined) diagnostics.push(createDiagnostic(Diagnostics.DeadlineWithoutNotifier, {}, source.locate(["freshness", "expected_runtime"])));
-      if (interval !== undefined && notifier) {
-        const reference = freshness.deadline_reference ?? (!assetTriggered && entry.timetable ? "logical_date" : "queued_at");
-        entry.deadline = { reference, interval_seconds: interval, notifier };
-      }
-    }
-    const maxAge = parseDurationSeconds(freshness.max_age);
-    if (entry.timetable && !assetTriggered && maxAge !== undefined) {
-      const gap = maxCronGapSeconds(entry.timetable.cron, entry.timetable.timezone);
-      if (gap !== undefined && gap > maxAge) {
-        const at = entry.contract.trigger !== "manual" && entry.contract.trigger?.cron !== undefined ? ["trigger", "cron"] : ["trigger", "schedule_ref"];
-        diagnostics.push(
-          createDiagnostic(Diagnostics.CronSlowerThanMaxAge, { cron: entry.timetable.cron, gap: formatDurationSeconds(gap), maxAge: freshness.max_age }, source.locate(at), {
-            related: [{ message: `max_age is ${freshness.max_age} here`, location: source.locate(["freshness", "max_age"]) }],
-          }),
-        );
-      }
-    }
-  }
-  return diagnostics;
+export function resolveDeadline(entry: Pick<LinkedContract, "contract" | "upstreams" | "runSettings" | "timetable">, config: OrchestrationConfig): DeadlinePlan | undefined {
+  const freshness = entry.contract.freshness;
+  if (freshness?.expected_runtime === undefined) return undefined;
+  const interval = parseDurationSeconds(freshness.expected_runtime);
+  const notifier = notifierPlan(config, deadlineNotifierName(entry, config));
+  if (interval === undefined || !notifier) return undefined;
+  const reference = freshness.deadline_reference ?? (!isAssetTriggered(entry) && entry.timetable ? "logical_date" : "queued_at");
+  return { reference, interval_seconds: interval, notifier };
 }

@@ -45,7 +45,7 @@ export function planFreshnessMonitor(project: LinkedProject): FreshnessMonitorPl
     const policy = a.extra.freshness as { max_age: string; degrade_after?: string } | undefined;
     if (!policy) continue;
     if (!a.external && a.status !== "active" && a.status !== "deprecated") continue;
-    const publishedBy = a.external ? externalPublisher(project, a.name) : null;
+    const publishedBy = a.external ? (a.publishedBy ?? null) : null;
     if (a.external && publishedBy === null) continue;
     assets.push({
       name: a.name,
@@ -69,8 +69,4 @@ export function planFreshnessMonitor(project: LinkedProject): FreshnessMonitorPl
     warehouse_conn_id: project.config.defaults.warehouse_conn_id ?? null,
     assets,
   };
-}
-
-function externalPublisher(project: LinkedProject, name: string): string | null {
-  return project.externalPublishers.get(name) ?? null;
 }
