@@ -129,7 +129,20 @@ def test_dagbag_has_no_import_errors(dagbag) -> None:
 def test_dag_ids_equal_manifest(dagbag, manifest: dict[str, Any]) -> None:
     manifest_ids = [d["dag_id"] for d in manifest["dags"]]
     assert len(manifest_ids) == len(set(manifest_ids)), "manifest dags[] has duplicate dag_ids"
-    assert set(dagbag.dag_ids) == set(manifest_ids)
+    # The project's freshness monitor is the one generated DAG that serves no contract.
+    monitor = manifest.get("freshness_monitor")
+    assert monitor is not None, "the bundled corpus has freshness policies, so a monitor"
+    assert set(dagbag.dag_ids) == {*manifest_ids, monitor["dag_id"]}
+
+
+def test_freshness_monitor_matches_manifest(dagbag, manifest: dict[str, Any]) -> None:
+    monitor = manifest["freshness_monitor"]
+    dag = dagbag.dags[monitor["dag_id"]]
+    (task,) = dag.tasks
+    assert sorted(a.name for a in task.inlets) == [a["name"] for a in monitor["assets"]]
+    assert task.outlets == []
+    assets = {a["name"]: a for a in manifest["assets"]}
+    dagcheck.check_schedule(dag, {"dag_id": monitor["dag_id"], "schedule": {"assets": None, **monitor["schedule"]}}, assets)
 
 
 def test_each_module_defines_exactly_one_dag(dagbag) -> None:
