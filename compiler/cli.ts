@@ -279,6 +279,20 @@ export function buildProgram(io: CliIo = PROCESS_IO): Command {
         return runStaleCommand({ root: rootOf(opts), airflowUrl: opts.airflowUrl, format: opts.format, stdout: io.stdout, stderr: io.stderr, ...(opts.token ? { token: opts.token } : {}) });
       }, io),
     );
+  program
+    .command("freshness")
+    .description("the freshness state of every asset with a policy, from a running Airflow (exit 1 when any is stale)")
+    .requiredOption("--airflow-url <url>", "the Airflow API server, like http://localhost:8080")
+    .addOption(new Option("--format <format>", "report format").choices(["text", "json"]).default("text"))
+    .option("--token <token>", "bearer token (default: $AIRFLOW_TOKEN, else $AIRFLOW_USERNAME and $AIRFLOW_PASSWORD)")
+    .addOption(root)
+    .addOption(debug)
+    .action((opts: CommonOptions & { airflowUrl: string; format: "text" | "json"; token?: string }) =>
+      guarded(opts, async () => {
+        const { runFreshnessCommand } = await import("./report/freshnessCommand.js");
+        return runFreshnessCommand({ root: rootOf(opts), airflowUrl: opts.airflowUrl, format: opts.format, stdout: io.stdout, stderr: io.stderr, ...(opts.token ? { token: opts.token } : {}) });
+      }, io),
+    );
   return program;
 }
 

@@ -315,6 +315,27 @@ export class AirflowClient {
   }
 
   /**
+   * The latest Asset event of one asset (`GET /api/v2/assets/events?asset_id=…&order_by=-timestamp
+   * &limit=1`): its timestamp (ISO 8601 as Airflow writes it) and where it came from, or undefined
+   * when the asset has none.
+   */
+  async latestAssetEvent(assetId: number): Promise<{ timestamp: string; sourceDagId: string | null; fromRestApi: boolean } | undefined> {
+    await this.login();
+    const path = `/api/v2/assets/events?asset_id=${assetId}&order_by=-timestamp&limit=1`;
+    const body = await this.request("GET", path, { authenticated: true });
+    if (!isObject(body) || !Array.isArray(body.asset_events)) {
+      throw new AirflowApiError(`GET ${this.baseUrl}${path}: not an asset event collection (asset_events[])`, "protocol", `${this.baseUrl}${path}`);
+    }
+    const event: unknown = body.asset_events[0];
+    if (event === undefined) return undefined;
+    if (!isObject(event) || typeof event.timestamp !== "string") {
+      throw new AirflowApiError(`GET ${this.baseUrl}${path}: an asset event without a timestamp`, "protocol", `${this.baseUrl}${path}`);
+    }
+    const extra = isObject(event.extra) ? event.extra : {};
+    return { timestamp: event.timestamp, sourceDagId: typeof event.source_dag_id === "string" ? event.source_dag_id : null, fromRestApi: extra.from_rest_api === true };
+  }
+
+  /**
    * The version and every asset, split into active and orphaned. Two listings (all, then only
    * active); an asset whose state changes between them is reported in its later state.
    */

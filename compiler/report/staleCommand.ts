@@ -1,50 +1,14 @@
-import path from "node:path";
-import { AirflowApiError, AirflowClient, type AirflowAuth } from "../airflow/airflowClient.js";
-import type { Diagnostic } from "../diagnostics/diagnostic.js";
-import { defaultLayout, MAX_MANIFEST_BYTES, readSourceFile } from "../discover/discoverProject.js";
-import { parseManifest } from "../manifest/parseManifest.js";
-import { maskSecrets } from "../support/secrets.js";
+import { AIRFLOW_COMMAND_ERROR, runAirflowCommand, type AirflowCommandOptions } from "./airflowCommand.js";
 import { compareWithAirflow, formatStaleJson, formatStaleText, staleExitCode } from "./staleAssets.js";
+
+export { resolveAuth } from "./airflowCommand.js";
 
 /** Exit codes of `stale`: 0 nothing stale, 1 stale assets remain, 2 usage or connection error. */
 export const STALE_EXIT_OK = 0;
 export const STALE_EXIT_STALE = 1;
-export const STALE_EXIT_ERROR = 2;
+export const STALE_EXIT_ERROR = AIRFLOW_COMMAND_ERROR;
 
-export interface StaleCommandOptions {
-  /** Project root; the manifest is `<root>/generated/manifest.json`. */
-  root: string;
-  /** Base URL of the Airflow API server, like `http://localhost:8080`. */
-  airflowUrl: string;
-  format: "text" | "json";
-  /** A bearer token; else `AIRFLOW_TOKEN`, else `AIRFLOW_USERNAME` + `AIRFLOW_PASSWORD`. */
-  token?: string;
-  /** Per-request timeout in milliseconds (default 10 000). */
-  timeoutMs?: number;
-  /** For tests: the environment to read credentials from (default `process.env`). */
-  env?: Readonly<Record<string, string | undefined>>;
-  /** For tests: where the report and the errors go (default the process streams). */
-  stdout?: (text: string) => void;
-  stderr?: (text: string) => void;
-  /** For tests: a fetch implementation. */
-  fetch?: typeof globalThis.fetch;
-}
-
-
-function nonEmpty(value: string | undefined): string | undefined {
-  return value === undefined || value === "" ? undefined : value;
-}
-
-/** Credentials from the option and the environment; a text when they are incomplete. */
-export function resolveAuth(token: string | undefined, env: Readonly<Record<string, string | undefined>>): AirflowAuth | string {
-  const t = nonEmpty(token) ?? nonEmpty(env.AIRFLOW_TOKEN);
-  if (t !== undefined) return { token: t };
-  const username = nonEmpty(env.AIRFLOW_USERNAME);
-  const password = nonEmpty(env.AIRFLOW_PASSWORD);
-  if (username !== undefined && password !== undefined) return { username, password };
-  if (username !== undefined || password !== undefined) return "AIRFLOW_USERNAME and AIRFLOW_PASSWORD must be set together";
-  return undefined;
-}
+export type StaleCommandOptions = AirflowCommandOptions;
 
 /**
  * `contract-assets stale --airflow-url URL`: compares `<root>/generated/manifest.json` with the
@@ -53,51 +17,10 @@ export function resolveAuth(token: string | undefined, env: Readonly<Record<stri
  * on stderr). Only reads: the manifest and `GET` requests (plus `POST /auth/token` to log in).
  */
 export async function runStaleCommand(options: StaleCommandOptions): Promise<number> {
-  const out = options.stdout ?? ((t: string) => void process.stdout.write(t));
-  const err = options.stderr ?? ((t: string) => void process.stderr.write(t));
-  const fail = (message: string): number => {
-    err(maskSecrets(`contract-assets: stale: ${message}\n`));
-    return STALE_EXIT_ERROR;
-  };
-
-  if (options.format !== "text" && options.format !== "json") return fail(`unknown format ${JSON.stringify(options.format)} (text or json)`);
-
-  const layout = defaultLayout(options.root);
-  const manifestPath = path.posix.join(layout.outDir, "manifest.json");
-  const diagnostics: Diagnostic[] = [];
-  const file = readSourceFile(options.root, manifestPath, diagnostics, MAX_MANIFEST_BYTES);
-  if (!file) {
-    const reason = diagnostics[0]?.message ?? "cannot be read";
-    return fail(`${manifestPath}: ${reason} (run "contract-assets compile" first)`);
-  }
-  const { manifest, problem } = parseManifest(file.text);
-  if (!manifest) return fail(`${manifestPath}: ${problem}`);
-
-  const auth = resolveAuth(options.token, options.env ?? process.env);
-  if (typeof auth === "string") return fail(auth);
-
-  let client: AirflowClient;
-  try {
-    client = new AirflowClient({
-      baseUrl: options.airflowUrl,
-      auth,
-      ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
-      ...(options.fetch ? { fetch: options.fetch } : {}),
-    });
-  } catch (error) {
-    if (error instanceof AirflowApiError) return fail(error.message);
-    throw error;
-  }
-
-  let state;
-  try {
-    state = await client.assetState();
-  } catch (error) {
-    if (error instanceof AirflowApiError) return fail(error.message);
-    throw error;
-  }
-
-  const report = compareWithAirflow(manifest, state, client.baseUrl);
-  out(options.format === "json" ? formatStaleJson(report) : formatStaleText(report));
-  return staleExitCode(report) === 0 ? STALE_EXIT_OK : STALE_EXIT_STALE;
+  return runAirflowCommand("stale", options, async (manifest, client, out) => {
+    const state = await client.assetState();
+    const report = compareWithAirflow(manifest, state, client.baseUrl);
+    out(options.format === "json" ? formatStaleJson(report) : formatStaleText(report));
+    return staleExitCode(report) === 0 ? STALE_EXIT_OK : STALE_EXIT_STALE;
+  });
 }
