@@ -5,6 +5,7 @@ import { canonicalJson } from "../support/canonical-json.js";
 import { compareStrings } from "../support/compare.js";
 import { sha256Hex, gitBlobId } from "../support/hash.js";
 import { suggest } from "../support/suggest.js";
+import { describeRenameEvidence, matchProbableRenames, type RenameCandidate } from "../support/renames.js";
 import { normaliseUri } from "../support/uri.js";
 import { checkUri } from "../validate/rules/ValidUriRule.js";
 import type { Located, ValidatedProject } from "../validate/validateDocuments.js";
@@ -70,8 +71,8 @@ export interface LinkedProject {
 export interface LinkContext {
   /** Producer files (SQL) by project-relative path, LF line ends (from discover). */
   producerFiles: ReadonlyMap<string, string>;
-  /** Assets of the previous manifest, by name, for rename hints. */
-  previousAssets?: ReadonlyMap<string, { uri: string }>;
+  /** Assets of the previous manifest, by name, for rename hints (`support/renames.ts`). */
+  previousAssets?: ReadonlyMap<string, Omit<RenameCandidate, "name">>;
   unresolvedNames: ReadonlySet<string>;
   /** Contract ids of documents that failed validation. */
   unresolvedIds?: ReadonlySet<string>;
@@ -271,12 +272,16 @@ export function linkProject(validated: ValidatedProject, context: LinkContext): 
 
   // Assets renamed through renamed_from, for hints at consumers that did not follow.
   const renamedTo = new Map<string, string>();
+  // Assets the previous state did not have, as rename candidates for consumers of a vanished name.
+  const added: RenameCandidate[] = [];
   for (const a of assets.values()) {
     const producer = a.producer ? ids.get(a.producer) : undefined;
     const dataset = producer?.document.datasets.find((d) => `${producer.document.domain}.${d.name}` === a.name);
     for (const old of dataset?.renamed_from ?? []) renamedTo.set(old, a.name);
+    if (context.previousAssets && !context.previousAssets.has(a.name)) {
+      added.push({ name: a.name, uri: a.uri, contractId: a.producer ?? null, properties: dataset?.schema.properties ?? [] });
+    }
   }
-  const byNormalisedUri = new Map([...assets.values()].map((a) => [normaliseUri(a.uri), a.name]));
 
   const linked: LinkedContract[] = [];
   for (const located of accepted) {
@@ -329,7 +334,7 @@ export function linkProject(validated: ValidatedProject, context: LinkContext): 
       const target = assets.get(u.asset);
       if (!target) {
         if (context.unresolvedNames.has(u.asset) || refused.has(u.asset)) return;
-        diagnostics.push(createDiagnostic(Diagnostics.UnknownUpstream, { asset: u.asset }, at, { hint: unknownHint(u.asset, assets, renamedTo, byNormalisedUri, context) }));
+        diagnostics.push(createDiagnostic(Diagnostics.UnknownUpstream, { asset: u.asset }, at, { hint: unknownHint(u.asset, assets, renamedTo, added, context) }));
         return;
       }
       const related = [{ message: `${JSON.stringify(target.name)} is declared here`, location: target.location }];
@@ -375,15 +380,15 @@ function unknownHint(
   name: string,
   assets: ReadonlyMap<string, AssetDeclaration>,
   renamedTo: ReadonlyMap<string, string>,
-  byNormalisedUri: ReadonlyMap<string, string>,
+  added: readonly RenameCandidate[],
   context: LinkContext,
 ): string | undefined {
   const declared = renamedTo.get(name);
   if (declared) return `it was renamed to "${declared}" (renamed_from); update this upstream`;
   const previous = context.previousAssets?.get(name);
   if (previous) {
-    const now = byNormalisedUri.get(normaliseUri(previous.uri));
-    if (now && now !== name) return `it looks renamed to "${now}" (same URI ${JSON.stringify(previous.uri)}); update this upstream`;
+    const [rename] = matchProbableRenames([{ name, ...previous }], added);
+    if (rename) return `it looks renamed to "${rename.to}" (${describeRenameEvidence(rename, previous.contractId)}); update this upstream`;
   }
   const produced = [...assets.values()].filter((a) => a.producer === name).map((a) => a.name);
   if (produced.length) return `"${name}" is a contract; read one of its datasets: ${produced.map((p) => `"${p}"`).join(", ")}`;
