@@ -40,10 +40,10 @@ __all__ = [
     "PROVIDER_CONVERTED_SCHEMES",
     "asset_dataset",
     "asset_symlink",
-    "equivalent_asset_dataset",
-    "provider_asset_dataset",
     "dataset_identity",
     "duckdb_warehouse_namespace",
+    "equivalent_asset_dataset",
+    "provider_asset_dataset",
     "sql_warehouse_namespace",
     "upstream_identity",
     "uri_identity",
@@ -201,7 +201,7 @@ def provider_asset_dataset(uri: str, extra: Mapping[str, Any] | None = None) -> 
     if utils is None or sdk is None:
         return _NO_PROVIDER
     translate_airflow_asset = utils.translate_airflow_asset
-    Asset = sdk.Asset  # noqa: N806 - the SDK class
+    Asset = sdk.Asset
     try:
         dataset = translate_airflow_asset(Asset(uri=uri, extra=dict(extra or {})), None)
     except Exception:  # noqa: BLE001 - Airflow refuses the URI: the provider names nothing either
