@@ -31,8 +31,15 @@ function freshnessMonitorTemplate(): Handlebars.TemplateDelegate {
 }
 
 /** An Asset as the templates render it, from its manifest entry (identical in every module). */
-function assetView(a: ManifestAsset, variable: string | undefined): Record<string, string | undefined> {
-  return { variable, name: pythonString(a.name), uri: pythonString(a.uri), group: pythonString(a.group), extra: pythonLiteral(a.extra) };
+function assetView(a: ManifestAsset, variable: string | undefined): Record<string, string | null | undefined> {
+  return {
+    variable,
+    name: pythonString(a.name),
+    uri: pythonString(a.uri),
+    airflowUri: a.airflow_uri === undefined ? null : pythonString(a.airflow_uri),
+    group: pythonString(a.group),
+    extra: pythonLiteral(a.extra),
+  };
 }
 
 /** A cron timetable in a time zone, as Python. */
