@@ -20,13 +20,18 @@ export interface OrchestrationConfig {
   /** Airflow notifiers by name: a `BaseNotifier` class path and its constructor arguments. */
   notifiers: Map<string, { class: string; kwargs: Record<string, unknown> }>;
   /** The freshness monitor's schedule and notifier (DESIGN §5.5). */
-  freshnessMonitor: { cron: string; timezone: string; notifier?: string };
+  freshnessMonitor: { dagId: string; cron: string; timezone: string; notifier?: string };
   /** Every place a notifier is named (for KnownNotifierRule): `freshness_monitor`, `deadline_notifier`. */
   notifierReferences: Array<{ name: string; location: SourceLocation }>;
 }
 
 /** The freshness monitor's default cron: every 15 minutes. */
 export const DEFAULT_MONITOR_CRON = "*/15 * * * *";
+/**
+ * The freshness monitor's default dag_id. Contract ids are `<domain>.<name>` (one dot) and a
+ * configured id is lower snake (no dot), so no contract can take it.
+ */
+export const DEFAULT_MONITOR_DAG_ID = "contract_assets_freshness_monitor";
 
 /** A config key set twice: the later setting is ignored (reported by UniqueConfigKeyRule). */
 export interface ConfigConflict {
@@ -51,7 +56,7 @@ export function mergeConfigs(configs: ReadonlyArray<Located<OrchestrationConfigD
     overrides: [],
     sampleData: new Map(),
     notifiers: new Map(),
-    freshnessMonitor: { cron: DEFAULT_MONITOR_CRON, timezone: "UTC" },
+    freshnessMonitor: { dagId: DEFAULT_MONITOR_DAG_ID, cron: DEFAULT_MONITOR_CRON, timezone: "UTC" },
     notifierReferences: [],
   };
   const firstSeen = new Map<string, SourceLocation>();
@@ -86,7 +91,7 @@ export function mergeConfigs(configs: ReadonlyArray<Located<OrchestrationConfigD
     }
     const monitor = document.freshness_monitor;
     if (monitor !== undefined && claim("freshness_monitor", source.locate(["freshness_monitor"], "key"))) {
-      config.freshnessMonitor = { cron: monitor.cron ?? DEFAULT_MONITOR_CRON, timezone: monitor.timezone ?? "UTC" };
+      config.freshnessMonitor = { dagId: monitor.dag_id ?? DEFAULT_MONITOR_DAG_ID, cron: monitor.cron ?? DEFAULT_MONITOR_CRON, timezone: monitor.timezone ?? "UTC" };
       if (monitor.notifier !== undefined) {
         config.freshnessMonitor.notifier = monitor.notifier;
         config.notifierReferences.push({ name: monitor.notifier, location: source.locate(["freshness_monitor", "notifier"]) });

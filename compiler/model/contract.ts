@@ -185,7 +185,7 @@ export interface OrchestrationConfigDocument {
   overrides?: Array<RunSettings & { match: { domain?: string; contract?: string } }>;
   sample_data?: Record<string, string>;
   notifiers?: Record<string, { class: string; kwargs?: Record<string, unknown> }>;
-  freshness_monitor?: { cron?: string; timezone?: string; notifier?: string };
+  freshness_monitor?: { dag_id?: string; cron?: string; timezone?: string; notifier?: string };
 }
 
 /** Every document kind the compiler reads, by `kind`. */

@@ -4,12 +4,6 @@ import type { LinkedProject } from "../link/linkProject.js";
 import { compareStrings } from "../support/compare.js";
 import { parseDurationSeconds } from "../support/duration.js";
 
-/**
- * The dag_id of the project's freshness monitor. Contract ids are `<domain>.<name>` (one dot), so
- * no contract can take it.
- */
-export const FRESHNESS_MONITOR_DAG_ID = "contract_assets_freshness_monitor";
-
 /** One asset the monitor watches: its identity and policy, durations also in seconds. */
 export interface MonitoredAsset {
   name: string;
@@ -63,7 +57,7 @@ export function planFreshnessMonitor(project: LinkedProject): FreshnessMonitorPl
   assets.sort((x, y) => compareStrings(x.name, y.name));
   const monitor = project.config.freshnessMonitor;
   return {
-    dag_id: FRESHNESS_MONITOR_DAG_ID,
+    dag_id: monitor.dagId,
     schedule: { cron: { expression: monitor.cron, timezone: monitor.timezone } },
     notifier: notifierPlan(project.config, monitor.notifier) ?? null,
     warehouse_conn_id: project.config.defaults.warehouse_conn_id ?? null,

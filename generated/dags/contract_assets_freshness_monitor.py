@@ -86,6 +86,13 @@ FINANCE__INVOICES_CURATED = Asset(
     extra={"contract_id": "finance.invoices_curated", "contract_version": "2.1.0", "freshness": {"degrade_after": "PT48H", "max_age": "PT26H"}, "layer": "curated", "owner": "team-finance-data", "schema_version": 2},
 )
 
+FX__RATES_DAILY = Asset(
+    name="fx.rates_daily",
+    uri="x-datalake://external/fx/rates_daily",
+    group="fx",
+    extra={"external": True, "freshness": {"degrade_after": "P7D", "max_age": "P4D"}, "owner": "team-treasury"},
+)
+
 REVREC__CLOSE_SUMMARY = Asset(
     name="revrec.close_summary",
     uri="x-datalake://reporting/revrec/close_summary",
@@ -119,5 +126,5 @@ with DAG(
     evaluate = FreshnessMonitorOperator(
         task_id="evaluate",
         manifest_path=MANIFEST_PATH,
-        inlets=[BILLING__CREDIT_NOTES_RAW, BILLING__INVOICE_LINES_RAW, BILLING__INVOICES_RAW, BILLING__PAYMENTS_RAW, CRM__ACCOUNTS_RAW, CRM__CONTRACTS_RAW, FINANCE__BILLINGS_BY_CONTRACT, FINANCE__CONTRACTS_CURATED, FINANCE__FISCAL_CALENDAR, FINANCE__INVOICES_CURATED, REVREC__CLOSE_SUMMARY, REVREC__DEFERRED_REVENUE_BALANCE, REVREC__REVENUE_SCHEDULE],
+        inlets=[BILLING__CREDIT_NOTES_RAW, BILLING__INVOICE_LINES_RAW, BILLING__INVOICES_RAW, BILLING__PAYMENTS_RAW, CRM__ACCOUNTS_RAW, CRM__CONTRACTS_RAW, FINANCE__BILLINGS_BY_CONTRACT, FINANCE__CONTRACTS_CURATED, FINANCE__FISCAL_CALENDAR, FINANCE__INVOICES_CURATED, FX__RATES_DAILY, REVREC__CLOSE_SUMMARY, REVREC__DEFERRED_REVENUE_BALANCE, REVREC__REVENUE_SCHEDULE],
     )

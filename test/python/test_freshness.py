@@ -8,8 +8,13 @@ Three layers, each with real values:
   openlineage-python file transport; events validate against the official OpenLineage schemas;
 * the audit's ``freshness`` metric on a real table (``now - max(column)``).
 
-The monitor DAG itself, on a live Airflow stack with Asset events read through the Task SDK and
-the ``freshness`` CLI against the same stack, is ``test_freshness_live.py``.
+* on the session's live Airflow stack (``live_stack``, run last): a project of its own (a producer
+  with a DeadlineAlert, a contract never run, an external asset fed through ``POST
+  /api/v2/assets/events``), its generated monitor DAG triggered through the REST API, reading the
+  Asset events through the Task SDK, alerting through :class:`contract_runtime.notifiers.FileNotifier`
+  (which records every call); every state and transition, one alert per transition, none on
+  repeats; the producer's missed deadline run by the triggerer; and ``contract-assets freshness``
+  against the same stack. Durations are seconds.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import dagcheck
 import lineage_testkit as kit
 import pytest
 
@@ -115,7 +121,7 @@ def test_alerts_fire_only_on_transitions_into_stale_degraded_recovered(previous:
 
 @pytest.fixture
 def monitor_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    import contract_runtime.freshness as freshness
+    from contract_runtime import freshness
     from contract_runtime.warehouse import DuckDBWarehouse
 
     RECORDED.clear()
@@ -265,3 +271,203 @@ def test_compiled_data_time_rules_are_in_the_runtime(tmp_path: Path) -> None:
     assert (rules["freshness_degrade_after"]["severity"], rules["freshness_degrade_after"]["mustBeLessOrEqualTo"]) == ("error", 21600)
     assert dag["deadline"]["reference"] == "logical_date" and dag["deadline"]["interval_seconds"] == 1800
     assert kit.dag_entry(manifest, "sales.orders_daily")["deadline"]["reference"] == "queued_at"
+
+
+# ---------------------------------------------------------------------- the live stack
+
+#: Policy of the live project's datasets: wide enough that a monitor run (task start included)
+#: on a loaded 2-core machine stays inside each window.
+LIVE_MAX_AGE = 60
+LIVE_DEGRADE_AFTER = 150
+LIVE_MONITOR = "freshtest_freshness_monitor"
+LIVE_PRODUCER = "freshtest.orders"
+
+
+def _live_project(root: Path, alerts: Path) -> Path:
+    files = {
+        "orchestration/airflow/sources/config.yaml": f"""\
+apiVersion: contract-assets/v1
+kind: OrchestrationConfig
+lineage: {{namespace: freshtest}}
+defaults: {{retries: 0, warehouse_conn_id: warehouse}}
+notifiers:
+  recorder:
+    class: contract_runtime.notifiers.FileNotifier
+    kwargs: {{path: {json.dumps(str(alerts))}, message: "{{{{ freshness.asset }}}} is {{{{ freshness.state }}}}"}}
+freshness_monitor: {{dag_id: {LIVE_MONITOR}, cron: "0 0 1 1 *", notifier: recorder}}
+""",
+        "contracts/freshtest/orders.yaml": f"""\
+apiVersion: contract-assets/v1
+kind: TransformContract
+id: {LIVE_PRODUCER}
+version: 1.0.0
+domain: freshtest
+owner: team-freshness-test
+producer: {{type: sql, path: sql/orders.sql}}
+trigger: manual
+freshness: {{max_age: PT{LIVE_MAX_AGE}S, degrade_after: PT{LIVE_DEGRADE_AFTER}S, column: updated_at, expected_runtime: PT2S}}
+datasets:
+  - name: orders
+    schema: {{version: 1, properties: [{{name: order_id, logicalType: integer, required: true}}, {{name: updated_at, logicalType: timestamp}}]}}
+""",
+        "contracts/freshtest/never.yaml": f"""\
+apiVersion: contract-assets/v1
+kind: TransformContract
+id: freshtest.never
+version: 1.0.0
+domain: freshtest
+owner: team-freshness-test
+producer: {{type: sql, path: sql/orders.sql}}
+trigger: manual
+freshness: {{max_age: PT{LIVE_MAX_AGE}S}}
+datasets:
+  - name: never
+    schema: {{version: 1, properties: [{{name: order_id, logicalType: integer, required: true}}]}}
+""",
+        "contracts/freshtest/partner.yaml": f"""\
+apiVersion: contract-assets/v1
+kind: ExternalAssets
+domain: freshtest
+owner: team-partner
+assets:
+  - name: freshtest.partner_feed
+    uri: "x-datalake://external/freshtest/partner_feed"
+    freshness: {{max_age: PT{LIVE_MAX_AGE}S, degrade_after: PT{LIVE_DEGRADE_AFTER}S}}
+    published_by: the partner's export job (POST /api/v2/assets/events)
+""",
+        # pg_sleep outlasts expected_runtime (PT2S): the DeadlineAlert is missed on purpose.
+        "sql/orders.sql": "select 1 as order_id, now() as updated_at from (select pg_sleep(3)) as s\n",
+    }
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    result = dagcheck.run_compile(root)
+    assert result.returncode == 0, result.stderr
+    return root
+
+
+def _run(stack: Any, dag_id: str, timeout: float = 240) -> dict[str, Any]:
+    """Trigger a manual run and wait until it ends; returns the run (state ``success`` asserted)."""
+    run = stack.trigger(dag_id)
+
+    def ended() -> dict[str, Any] | None:
+        current = stack.get(f"/dags/{dag_id}/dagRuns/{run['dag_run_id']}")
+        return current if current["state"] in ("success", "failed") else None
+
+    done = stack.wait(ended, f"{dag_id} run {run['dag_run_id']} ends", timeout, interval=1)
+    assert done["state"] == "success", (dag_id, done, stack.task_instances(dag_id, run["dag_run_id"]))
+    return dict(done)
+
+
+def _evaluation(stack: Any, run: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    body = stack.get(f"/dags/{LIVE_MONITOR}/dagRuns/{run['dag_run_id']}/taskInstances/evaluate/xcomEntries/return_value")
+    value = body["value"]
+    entries = json.loads(value) if isinstance(value, str) else value
+    return {e["asset"]: e for e in entries}
+
+
+def _alerts(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()] if path.exists() else []
+
+
+def _post_event(stack: Any, asset_name: str) -> None:
+    (asset,) = [a for a in stack.get("/assets", key="assets", name_pattern=asset_name) if a["name"] == asset_name]
+    status, body = stack.api("POST", "/assets/events", {"asset_id": asset["id"], "extra": {"batch": "test"}})
+    assert status == 200, body
+
+
+def _age_of(stack: Any, asset_name: str) -> float:
+    events = [e for e in stack.asset_events() if e["name"] == asset_name]
+    latest = max(datetime.datetime.fromisoformat(e["timestamp"]) for e in events)
+    return (datetime.datetime.now(tz=UTC) - latest).total_seconds()
+
+
+def _wait_age(stack: Any, asset_name: str, at_least: float) -> None:
+    import time
+
+    while (age := _age_of(stack, asset_name)) <= at_least:
+        time.sleep(min(5.0, at_least - age + 0.5))
+
+
+def _freshness_cli(stack: Any, root: Path) -> tuple[int, dict[str, Any]]:
+    import subprocess
+
+    proc = subprocess.run(
+        [dagcheck.node_executable(), str(dagcheck.CLI), "freshness", "--root", str(root), "--airflow-url", stack.url, "--format", "json"],
+        env=dagcheck.subprocess_env(AIRFLOW_USERNAME="viewer", AIRFLOW_PASSWORD=stack.passwords["viewer"]),
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert proc.returncode in (0, 1), proc.stderr
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def test_monitor_on_the_live_stack(live_stack: Any, tmp_path: Path, terminal_summary: list[str]) -> None:
+    stack = live_stack
+    alerts = tmp_path / "alerts.jsonl"
+    root = _live_project(tmp_path / "project", alerts)
+    stack.add_project("freshtest", root)
+    stack.wait_for_dags([LIVE_MONITOR, LIVE_PRODUCER, "freshtest.never"])
+    for dag_id in (LIVE_MONITOR, LIVE_PRODUCER):
+        stack.unpause(dag_id)
+    stack.wait_until_quiescent()
+
+    observed: list[tuple[str, str | None, str]] = []
+
+    def evaluate(expect: dict[str, str], alerts_now: int) -> dict[str, dict[str, Any]]:
+        result = _evaluation(stack, _run(stack, LIVE_MONITOR))
+        for asset, state in expect.items():
+            observed.append((asset, result[asset]["previous_state"], result[asset]["state"]))
+            assert result[asset]["state"] == state, (asset, result[asset])
+        assert len(_alerts(alerts)) == alerts_now, _alerts(alerts)
+        return result
+
+    orders, partner, never = "freshtest.orders", "freshtest.partner_feed", "freshtest.never"
+    first = evaluate({orders: "unknown", partner: "unknown", never: "unknown"}, 0)
+    assert first[orders]["previous_state"] is None and first[orders]["last_event_at"] is None
+
+    producer_run = _run(stack, LIVE_PRODUCER)
+    _post_event(stack, partner)
+    fresh = evaluate({orders: "fresh", partner: "fresh", never: "unknown"}, 0)
+    assert fresh[orders]["age_seconds"] <= LIVE_MAX_AGE and fresh[orders]["max_age"] == f"PT{LIVE_MAX_AGE}S"
+
+    _wait_age(stack, orders, LIVE_MAX_AGE)
+    _wait_age(stack, partner, LIVE_MAX_AGE)
+    evaluate({orders: "stale", partner: "stale", never: "unknown"}, 2)
+    code, report = _freshness_cli(stack, root)
+    assert code == 1
+    assert {a["asset"]: a["state"] for a in report["assets"]} == {orders: "stale", partner: "stale", never: "unknown"}
+    assert {a["asset"]: a["last_event_source"] for a in report["assets"]}[partner] == "rest_api"
+    evaluate({orders: "stale", partner: "stale"}, 2)  # a repeat: no alert
+
+    _wait_age(stack, orders, LIVE_DEGRADE_AFTER)
+    _wait_age(stack, partner, LIVE_DEGRADE_AFTER)
+    evaluate({orders: "degraded", partner: "degraded"}, 4)
+    evaluate({orders: "degraded", partner: "degraded"}, 4)  # a repeat: no alert
+    code, report = _freshness_cli(stack, root)
+    assert code == 1 and report["summary"]["degraded"] == 2
+
+    _run(stack, LIVE_PRODUCER)  # degraded -> recovered through a real publish ...
+    _post_event(stack, partner)  # ... and through the REST API
+    evaluate({orders: "recovered", partner: "recovered", never: "unknown"}, 6)
+    evaluate({orders: "fresh", partner: "fresh", never: "unknown"}, 6)
+    code, report = _freshness_cli(stack, root)
+    assert code == 0 and report["summary"] == {"degraded": 0, "fresh": 2, "stale": 0, "unknown": 1}
+
+    sent = [(a["freshness"]["asset"], a["freshness"]["previous_state"], a["freshness"]["state"]) for a in _alerts(alerts) if a["kind"] == "freshness"]
+    assert sorted(sent) == sorted([
+        (orders, "fresh", "stale"), (partner, "fresh", "stale"),
+        (orders, "stale", "degraded"), (partner, "stale", "degraded"),
+        (orders, "degraded", "recovered"), (partner, "degraded", "recovered"),
+    ])
+    assert {a["message"] for a in _alerts(alerts) if a["kind"] == "freshness"} >= {f"{orders} is stale", f"{partner} is recovered"}
+    transitions = sorted({(a, p, s) for a, p, s in observed})
+    terminal_summary.append("freshness monitor transitions observed on the live stack: " + "; ".join(f"{a} {p}->{s}" for a, p, s in transitions))
+
+    # the producer's DeadlineAlert (expected_runtime PT2S, queued_at) was missed: the triggerer ran the notifier
+    def deadline_sent() -> list[dict[str, Any]] | None:
+        found = [a for a in _alerts(alerts) if a["kind"] == "deadline" and a["context"].get("dag_run_id") == producer_run["dag_run_id"]]
+        return found or None
+
+    (missed, *_) = stack.wait(deadline_sent, "deadline callback of the first producer run", 120, interval=1)
+    assert missed["context"]["dag_id"] == LIVE_PRODUCER
+    stack.wait_until_quiescent()

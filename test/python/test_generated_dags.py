@@ -145,6 +145,26 @@ def test_freshness_monitor_matches_manifest(dagbag, manifest: dict[str, Any]) ->
     dagcheck.check_schedule(dag, {"dag_id": monitor["dag_id"], "schedule": {"assets": None, **monitor["schedule"]}}, assets)
 
 
+def test_deadlines_match_manifest(dagbag, manifest: dict[str, Any]) -> None:
+    """freshness.expected_runtime is an Airflow DeadlineAlert with the notifier as its callback."""
+    from airflow.sdk import AsyncCallback, DeadlineReference
+
+    with_deadline = [d for d in manifest["dags"] if d.get("deadline")]
+    assert with_deadline, "the bundled corpus declares an expected_runtime"
+    references = {"queued_at": DeadlineReference.DAGRUN_QUEUED_AT, "logical_date": DeadlineReference.DAGRUN_LOGICAL_DATE}
+    for mdag in manifest["dags"]:
+        alerts = dagbag.dags[mdag["dag_id"]].deadline
+        if not mdag.get("deadline"):
+            assert not alerts, mdag["dag_id"]
+            continue
+        (alert,) = alerts
+        expected = mdag["deadline"]
+        assert alert.reference == references[expected["reference"]]
+        assert alert.interval.total_seconds() == expected["interval_seconds"]
+        assert isinstance(alert.callback, AsyncCallback)
+        assert (alert.callback.path, alert.callback.kwargs) == (expected["notifier"]["class"], expected["notifier"]["kwargs"])
+
+
 def test_each_module_defines_exactly_one_dag(dagbag) -> None:
     per_file = {stat.file: stat.dag_num for stat in dagbag.dagbag_stats}
     assert len(per_file) == len(MODULES), f"DagBag read {sorted(per_file)}, generated/dags has {MODULE_IDS}"

@@ -39,7 +39,7 @@ FX__RATES_DAILY = Asset(
     name="fx.rates_daily",
     uri="x-datalake://external/fx/rates_daily",
     group="fx",
-    extra={"external": True, "owner": "team-treasury"},
+    extra={"external": True, "freshness": {"degrade_after": "P7D", "max_age": "P4D"}, "owner": "team-treasury"},
 )
 
 with DAG(

@@ -50,9 +50,9 @@ from contract_runtime.lineage.runid import (
 
 __all__ = [
     "assertions_event",
-    "freshness_event",
     "complete_event",
     "fail_event",
+    "freshness_event",
     "job_name",
     "job_namespace",
     "resolve_git_commit",
