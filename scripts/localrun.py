@@ -405,6 +405,47 @@ def report(project: Path, runs: dict[str, Any] | None) -> str:
     return "\n".join(lines)
 
 
+# ---------------------------------------------------------------------- freshness
+
+
+def freshness(project: Path) -> str:
+    """Run the project's freshness monitor DAG once (``DAG.test()``) and describe its states.
+
+    The monitor reads each asset's latest Asset event through the Task SDK (inlet events) and
+    keeps the states in the warehouse's ``_ca_state.freshness``, which this reads back.
+    """
+    manifest = load_manifest(project)
+    monitor = manifest.get("freshness_monitor")
+    if not monitor:
+        return "No asset has a freshness policy: no monitor."
+    runs = run_dags(os.environ["AIRFLOW__CORE__DAGS_FOLDER"], [monitor["dag_id"]], None)
+    import duckdb
+
+    con = duckdb.connect(os.environ["CONTRACT_ASSETS_WAREHOUSE"], read_only=True)
+    try:
+        rows = con.execute(
+            "select asset, state, age_seconds, last_event_at from _ca_state.freshness order by asset"
+        ).fetchall()
+    finally:
+        con.close()
+    policies = {a["name"]: a for a in monitor["assets"]}
+    lines = [
+        "",
+        f"Freshness monitor {monitor['dag_id']} ({runs[monitor['dag_id']]['state']}), states kept in _ca_state.freshness:",
+        f"  {'asset':<34} {'state':<9} {'age':>9}  policy (max_age / degrade_after)",
+    ]
+    for asset, state, age, _last in rows:
+        policy = policies.get(asset, {})
+        shown = "-" if age is None else f"{age:.0f} s"
+        lines.append(f"  {asset:<34} {state:<9} {shown:>9}  {policy.get('max_age')} / {policy.get('degrade_after') or '-'}")
+    notifier = monitor.get("notifier")
+    lines.append(
+        "  alerts go only on transitions into stale, degraded or recovered"
+        + (f", through notifier {notifier['name']!r} ({notifier['class']})" if notifier else " (no notifier configured)")
+    )
+    return "\n".join(lines)
+
+
 # ---------------------------------------------------------------------- CLI
 
 
@@ -419,6 +460,8 @@ def main(argv: list[str]) -> int:
     rep_p = sub.add_parser("report")
     rep_p.add_argument("--project", required=True, type=Path)
     rep_p.add_argument("--runs", default=None, type=Path)
+    fr_p = sub.add_parser("freshness", help="run the freshness monitor once and print its states")
+    fr_p.add_argument("--project", required=True, type=Path)
     lin_p = sub.add_parser("lineage")
     lin_p.add_argument("--log", nargs="*", default=[], type=Path, help="run logs, for transports that are not files")
     args = parser.parse_args(argv)
@@ -427,6 +470,9 @@ def main(argv: list[str]) -> int:
         print(lineage_summary(args.log))
         return 0
     project = args.project.resolve()
+    if args.cmd == "freshness":
+        print(freshness(project))
+        return 0
     if args.cmd == "report":
         runs = json.loads(args.runs.read_text(encoding="utf-8"))["runs"] if args.runs else None
         print(report(project, runs))

@@ -407,9 +407,9 @@ def test_monitor_on_the_live_stack(live_stack: Any, tmp_path: Path, terminal_sum
     root = _live_project(tmp_path / "project", alerts)
     stack.add_project("freshtest", root)
     stack.wait_for_dags([LIVE_MONITOR, LIVE_PRODUCER, "freshtest.never"])
+    # Both are triggered by hand; the monitor's cron (1 January) never fires during the test.
     for dag_id in (LIVE_MONITOR, LIVE_PRODUCER):
         stack.unpause(dag_id)
-    stack.wait_until_quiescent()
 
     observed: list[tuple[str, str | None, str]] = []
 
