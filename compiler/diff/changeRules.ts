@@ -88,11 +88,9 @@ function extraWithout(extra: Record<string, unknown>, keys: string[]): Record<st
   return Object.fromEntries(Object.entries(extra).filter(([k]) => !keys.includes(k)));
 }
 
-type QualityRule = { name?: string; column?: string; query?: string };
-
 function qualityByName(asset: ManifestAsset): Map<string, unknown> {
-  const rules = asset.quality as Array<QualityRule & Record<string, unknown>>;
-  return new Map(rules.map((r, i) => [r.name ?? `rule_${i + 1}`, r]));
+  // Names are unique within a dataset (the compiler decides them; the schema requires them).
+  return new Map(asset.quality.map((r) => [r.name, r]));
 }
 
 /** Every change rule, in report order within an asset. Add a rule here, with a golden case. */
@@ -161,8 +159,8 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
           const word = new RegExp(`\\b${property.replace(/[^A-Za-z0-9_]/g, "")}\\b`);
           const consumers = consumersOf(c, a.name)
             .filter(({ dag }) =>
-              ((dag.runtime as { datasets?: Array<{ quality?: QualityRule[] }> }).datasets ?? []).some((d) =>
-                (d.quality ?? []).some((r) => r.column === property || (r.query !== undefined && word.test(r.query))),
+              dag.runtime.datasets.some((d) =>
+                d.quality.some((r) => r.column === property || (r.query !== undefined && word.test(r.query))),
               ),
             )
             .map((x) => x.dag.dag_id);
