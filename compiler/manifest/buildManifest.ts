@@ -5,6 +5,7 @@ import type { DagPlan, Manifest, ManifestAsset } from "../model/manifest.js";
 import { manifestQuality } from "../plan/planDags.js";
 import { canonicalJson } from "../support/canonical-json.js";
 import { compareStrings } from "../support/compare.js";
+import { normaliseUri } from "../support/uri.js";
 import { COMPILER_NAME, COMPILER_VERSION } from "../version.js";
 
 /**
@@ -28,6 +29,7 @@ export function buildManifest(project: LinkedProject, graph: AssetGraph, dags: D
     assets.push({
       name: a.name,
       uri: a.uri,
+      ...(normaliseUri(a.uri) !== a.uri ? { airflow_uri: normaliseUri(a.uri) } : {}),
       group: a.group,
       extra: a.extra,
       external: a.external,

@@ -47,6 +47,10 @@ export interface QualityRule {
   mustBeLessOrEqualTo?: number;
   mustBeBetween?: [number, number];
   mustNotBeBetween?: [number, number];
+  /** ODCS schema-level arguments: the key's properties, in declaration order (composite keys). */
+  arguments?: { properties: string[] };
+  /** An implicit rule the compiler derives from this property flag (`plan/implicitQualityRules.ts`). */
+  implied_by?: "required" | "unique" | "primaryKey";
 }
 
 export interface DatasetSchema {
@@ -57,6 +61,11 @@ export interface DatasetSchema {
 export interface ManifestAsset {
   name: string;
   uri: string;
+  /**
+   * The URI Airflow stores for this Asset (its `_sanitize_uri` and the scheme's provider
+   * normaliser, as `normaliseUri` mirrors them), present only when it differs from `uri`.
+   */
+  airflow_uri?: string;
   group: string;
   extra: Record<string, unknown>;
   external: boolean;

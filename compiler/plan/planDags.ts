@@ -1,10 +1,11 @@
 import type { StageResult } from "../diagnostics/diagnostic.js";
 import type { OrchestrationConfig } from "../link/config.js";
 import { DEFAULT_LAYER, type AssetDeclaration, type LinkedContract, type LinkedProject } from "../link/linkProject.js";
-import type { AssetCondition, Contract, QualityRule } from "../model/contract.js";
+import type { AssetCondition, Contract, Dataset, QualityRule } from "../model/contract.js";
 import type { ConditionNode, DagPlan, DagRuntime, DefaultArgsPlan, QualityRule as ManifestQualityRule, RuntimeCommon, RuntimeDataset } from "../model/manifest.js";
 import { compareStrings } from "../support/compare.js";
 import { parseDurationSeconds } from "../support/duration.js";
+import { implicitQualityRules } from "./implicitQualityRules.js";
 
 export type { ConditionNode, DagPlan, DefaultArgsPlan, SchedulePlan, TaskPlan } from "../model/manifest.js";
 
@@ -36,14 +37,28 @@ export function qualityNames(rules: readonly QualityRule[]): string[] {
 }
 
 /**
- * A dataset's quality rules as the manifest carries them: every default decided here (the name of
- * {@link qualityNames}, severity "error"), so the runtime supplies none.
+ * A dataset's quality rules as the runtime evaluates them: the author's rules (named, severity
+ * defaulted to `error`), then the implicit rules of its key constraints (`implicitQualityRules`).
+ * An implicit rule whose name an author rule already has gets a position suffix.
+ */
+function qualityOf(d: Dataset): ManifestQualityRule[] {
+  const authored = d.quality ?? [];
+  const implicit = implicitQualityRules(d);
+  const names = qualityNames([...authored, ...implicit]);
+  return [
+    ...authored.map((q, i) => ({ ...q, name: names[i]!, severity: q.severity ?? "error" })),
+    ...implicit.map((q, i) => ({ ...q, name: names[authored.length + i]! })),
+  ];
+}
+
+/**
+ * A dataset's authored quality rules as the manifest's `assets[].quality` carries them: every
+ * default decided here (the name of {@link qualityNames}, severity "error"), so no reader supplies one.
  */
 export function manifestQuality(rules: readonly QualityRule[]): ManifestQualityRule[] {
   return qualityNames(rules).map((name, i) => ({ ...rules[i]!, name, severity: rules[i]!.severity ?? "error" }));
 }
 
-/** The manifest's `dags[].runtime` of one contract (schema `DagRuntime`, a union on `producer.type`). */
 function runtimeOf(
   c: LinkedContract,
   assets: ReadonlyMap<string, AssetDeclaration>,
@@ -57,7 +72,7 @@ function runtimeOf(
     uri: assets.get(`${contract.domain}.${d.name}`)?.uri ?? null,
     layer: d.layer ?? DEFAULT_LAYER[contract.kind],
     schema: d.schema as RuntimeDataset["schema"],
-    quality: manifestQuality(d.quality ?? []),
+    quality: qualityOf(d),
     ...(d.physical ? { physical: d.physical } : {}),
   }));
   const common: Omit<RuntimeCommon, "kind"> = {

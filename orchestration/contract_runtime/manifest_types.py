@@ -81,6 +81,10 @@ class QualityRule(TypedDict):
     mustBeLessOrEqualTo: NotRequired[float]
     mustBeBetween: NotRequired[list[float]]
     mustNotBeBetween: NotRequired[list[float]]
+    #: ODCS schema-level arguments (``{"properties": [...]}``, a composite key's columns).
+    arguments: NotRequired[dict[str, list[str]]]
+    #: The property flag an implicit rule is derived from (``required``, ``unique``, ``primaryKey``).
+    implied_by: NotRequired[Literal["required", "unique", "primaryKey"]]
 
 
 class DatasetSchema(TypedDict):
@@ -91,6 +95,8 @@ class DatasetSchema(TypedDict):
 class ManifestAsset(TypedDict):
     name: str
     uri: str
+    #: The URI Airflow stores, present only when it differs from ``uri``.
+    airflow_uri: NotRequired[str]
     group: str
     extra: dict[str, Any]
     external: bool
