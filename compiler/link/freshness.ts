@@ -1,24 +1,9 @@
+import type { DeadlinePlan, NotifierPlan } from "../model/manifest.js";
 import type { OrchestrationConfig } from "./config.js";
 import type { LinkedContract } from "./model.js";
 import { parseDurationSeconds } from "../support/duration.js";
 
-/** A resolved notifier: its name in the config, its class path and constructor arguments. */
-export interface NotifierPlan {
-  name: string;
-  class: string;
-  kwargs: Record<string, unknown>;
-}
-
-/**
- * The DeadlineAlert a contract's `freshness.expected_runtime` compiles to: the Airflow
- * `DeadlineReference` (`queued_at` = `DAGRUN_QUEUED_AT`, `logical_date` = `DAGRUN_LOGICAL_DATE`),
- * the interval in seconds, and the notifier the callback runs.
- */
-export interface DeadlinePlan {
-  reference: "queued_at" | "logical_date";
-  interval_seconds: number;
-  notifier: NotifierPlan;
-}
+export type { DeadlinePlan, NotifierPlan } from "../model/manifest.js";
 
 /** A notifier of the config by name, as the plan carries it; undefined when unknown. */
 export function notifierPlan(config: OrchestrationConfig, name: string | undefined): NotifierPlan | undefined {

@@ -1,32 +1,10 @@
-import type { NotifierPlan } from "../link/freshness.js";
 import { notifierPlan } from "../link/freshness.js";
 import type { LinkedProject } from "../link/linkProject.js";
+import type { FreshnessMonitorPlan, MonitoredAsset } from "../model/manifest.js";
 import { compareStrings } from "../support/compare.js";
 import { parseDurationSeconds } from "../support/duration.js";
 
-/** One asset the monitor watches: its identity and policy, durations also in seconds. */
-export interface MonitoredAsset {
-  name: string;
-  uri: string;
-  /** The producing dag_id; null for an external asset (its events come from `published_by`). */
-  producer: string | null;
-  published_by: string | null;
-  max_age: string;
-  max_age_seconds: number;
-  degrade_after: string | null;
-  degrade_after_seconds: number | null;
-}
-
-/** The generated freshness monitor DAG (DESIGN §5.5), as the manifest carries it. */
-export interface FreshnessMonitorPlan {
-  dag_id: string;
-  schedule: { cron: { expression: string; timezone: string } };
-  /** The notifier alerts go through; null when the config names none (states are still kept). */
-  notifier: NotifierPlan | null;
-  /** Where the states are kept: the config's default warehouse connection (null: the default). */
-  warehouse_conn_id: string | null;
-  assets: MonitoredAsset[];
-}
+export type { FreshnessMonitorPlan, MonitoredAsset } from "../model/manifest.js";
 
 /**
  * The monitor of every asset with a freshness policy that has events to watch: datasets of active
