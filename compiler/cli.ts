@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { Command, Option } from "commander";
+import type { AirflowCommandOptions } from "./report/airflowCommand.js";
 import type { GraphFormat } from "./report/describeGraph.js";
 import { COMPILER_VERSION } from "./version.js";
 
@@ -270,34 +271,36 @@ export function buildProgram(io: CliIo = PROCESS_IO): Command {
         });
       }, io),
     );
-  program
-    .command("stale")
-    .description("list assets a running Airflow still holds as active that the manifest no longer declares")
-    .requiredOption("--airflow-url <url>", "the Airflow API server, like http://localhost:8080")
-    .addOption(new Option("--format <format>", "report format").choices(["text", "json"]).default("text"))
-    .option("--token <token>", "bearer token (default: $AIRFLOW_TOKEN, else $AIRFLOW_USERNAME and $AIRFLOW_PASSWORD)")
-    .addOption(root)
-    .addOption(debug)
-    .action((opts: CommonOptions & { airflowUrl: string; format: "text" | "json"; token?: string }) =>
-      guarded(opts, async () => {
-        const { runStaleCommand } = await import("./report/staleCommand.js");
-        return runStaleCommand({ root: rootOf(opts), airflowUrl: opts.airflowUrl, format: opts.format, stdout: io.stdout, stderr: io.stderr, ...(opts.token ? { token: opts.token } : {}) });
-      }, io),
-    );
-  program
-    .command("freshness")
-    .description("the freshness state of every asset with a policy, from a running Airflow (exit 1 when any is stale)")
-    .requiredOption("--airflow-url <url>", "the Airflow API server, like http://localhost:8080")
-    .addOption(new Option("--format <format>", "report format").choices(["text", "json"]).default("text"))
-    .option("--token <token>", "bearer token (default: $AIRFLOW_TOKEN, else $AIRFLOW_USERNAME and $AIRFLOW_PASSWORD)")
-    .addOption(root)
-    .addOption(debug)
-    .action((opts: CommonOptions & { airflowUrl: string; format: "text" | "json"; token?: string }) =>
-      guarded(opts, async () => {
-        const { runFreshnessCommand } = await import("./report/freshnessCommand.js");
-        return runFreshnessCommand({ root: rootOf(opts), airflowUrl: opts.airflowUrl, format: opts.format, stdout: io.stdout, stderr: io.stderr, ...(opts.token ? { token: opts.token } : {}) });
-      }, io),
-    );
+  // The commands that read a running Airflow share their options (report/airflowCommand.ts).
+  const airflowCommands = [
+    {
+      name: "stale",
+      description: "list assets a running Airflow still holds as active that the manifest no longer declares",
+      run: async (options: AirflowCommandOptions) => (await import("./report/staleCommand.js")).runStaleCommand(options),
+    },
+    {
+      name: "freshness",
+      description: "the freshness state of every asset with a policy, from a running Airflow (exit 1 when any is stale)",
+      run: async (options: AirflowCommandOptions) => (await import("./report/freshnessCommand.js")).runFreshnessCommand(options),
+    },
+  ];
+  for (const command of airflowCommands) {
+    program
+      .command(command.name)
+      .description(command.description)
+      .requiredOption("--airflow-url <url>", "the Airflow API server, like http://localhost:8080")
+      .addOption(new Option("--format <format>", "report format").choices(["text", "json"]).default("text"))
+      .option("--token <token>", "bearer token (default: $AIRFLOW_TOKEN, else $AIRFLOW_USERNAME and $AIRFLOW_PASSWORD)")
+      .addOption(root)
+      .addOption(debug)
+      .action((opts: CommonOptions & { airflowUrl: string; format: "text" | "json"; token?: string }) =>
+        guarded(
+          opts,
+          () => command.run({ root: rootOf(opts), airflowUrl: opts.airflowUrl, format: opts.format, stdout: io.stdout, stderr: io.stderr, ...(opts.token ? { token: opts.token } : {}) }),
+          io,
+        ),
+      );
+  }
   return program;
 }
 

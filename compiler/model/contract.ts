@@ -97,15 +97,11 @@ export type Producer =
 /**
  * A contract's freshness policy (docs/contract-format.md, "Freshness"): `max_age` the promise
  * (older: stale), `degrade_after` the escalation (older: degraded), `column` a timestamp property
- * the audit measures, `expected_runtime` a DeadlineAlert on the producing DAG.
+ * the audit measures, `expected_runtime` a DeadlineAlert on the producing DAG. The manifest carries
+ * it as written.
  */
-export interface Freshness {
-  max_age: string;
-  degrade_after?: string;
-  column?: string;
-  expected_runtime?: string;
-  deadline_reference?: "queued_at" | "logical_date";
-}
+export type { Freshness } from "./manifest.js";
+import type { Freshness } from "./manifest.js";
 
 interface ContractBase {
   apiVersion: "contract-assets/v1";
