@@ -27,8 +27,9 @@ class FileNotifier(BaseNotifier):
     """Append each notification to ``path`` as one JSON line.
 
     :param path: The file; its folder must exist. Appends are single ``write`` calls of one line.
-    :param message: A Jinja template rendered with the context (``freshness`` holds the monitor's
-        entry for a freshness transition).
+    :param message: A Jinja template rendered with the context: ``freshness`` holds the monitor's
+        entry for a freshness transition; a deadline callback has ``dag_run`` and ``deadline``
+        instead. Airflow renders with ``StrictUndefined``, so test ``freshness is defined``.
     :param context: Set by the triggerer for a deadline callback (``AsyncCallback``).
     """
 
@@ -38,7 +39,10 @@ class FileNotifier(BaseNotifier):
         self,
         *,
         path: str,
-        message: str = "{{ freshness.asset if freshness else 'deadline' }}: {{ freshness.state if freshness else 'missed' }}",
+        message: str = (
+            "{% if freshness is defined %}{{ freshness.asset }}: {{ freshness.state }}"
+            "{% else %}deadline missed: {{ dag_run.dag_id }}{% endif %}"
+        ),
         context: Any = None,
     ) -> None:
         super().__init__(context=context)

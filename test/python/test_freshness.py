@@ -293,7 +293,9 @@ defaults: {{retries: 0, warehouse_conn_id: warehouse}}
 notifiers:
   recorder:
     class: contract_runtime.notifiers.FileNotifier
-    kwargs: {{path: {json.dumps(str(alerts))}, message: "{{{{ freshness.asset }}}} is {{{{ freshness.state }}}}"}}
+    kwargs:
+      path: {json.dumps(str(alerts))}
+      message: "{{% if freshness is defined %}}{{{{ freshness.asset }}}} is {{{{ freshness.state }}}}{{% else %}}deadline missed by {{{{ dag_run.dag_id }}}}{{% endif %}}"
 freshness_monitor: {{dag_id: {LIVE_MONITOR}, cron: "0 0 1 1 *", notifier: recorder}}
 """,
         "contracts/freshtest/orders.yaml": f"""\
@@ -470,4 +472,5 @@ def test_monitor_on_the_live_stack(live_stack: Any, tmp_path: Path, terminal_sum
 
     (missed, *_) = stack.wait(deadline_sent, "deadline callback of the first producer run", 120, interval=1)
     assert missed["context"]["dag_id"] == LIVE_PRODUCER
+    assert missed["message"] == f"deadline missed by {LIVE_PRODUCER}"
     stack.wait_until_quiescent()

@@ -58,7 +58,7 @@ with DAG(
     default_args={"owner": "team-revenue-accounting", "pool": "default_pool", "retries": 1, "retry_delay": datetime.timedelta(seconds=300), "execution_timeout": datetime.timedelta(seconds=10800)},
     catchup=False,
     max_active_runs=1,
-    deadline=DeadlineAlert(reference=DeadlineReference.DAGRUN_QUEUED_AT, interval=datetime.timedelta(seconds=10800), callback=AsyncCallback("airflow.providers.smtp.notifications.smtp.SmtpNotifier", kwargs={"from_email": "airflow@acme.example", "subject": "[freshness] {{ freshness.asset if freshness else 'deadline missed' }} {{ freshness.state if freshness else '' }}", "to": "data-oncall@acme.example"})),
+    deadline=DeadlineAlert(reference=DeadlineReference.DAGRUN_QUEUED_AT, interval=datetime.timedelta(seconds=10800), callback=AsyncCallback("airflow.providers.smtp.notifications.smtp.SmtpNotifier", kwargs={"from_email": "airflow@acme.example", "subject": "{% if freshness is defined %}[freshness] {{ freshness.asset }} is {{ freshness.state }}{% else %}[deadline] {{ dag_run.dag_id }} is late{% endif %}", "to": "data-oncall@acme.example"})),
 ) as dag:
     produce = ProduceOperator(
         task_id="produce",
