@@ -84,13 +84,61 @@ const PRESET_EXPRESSIONS: Record<string, string> = {
   "@annually": "0 0 1 1 *",
 };
 
+const NAMES: Record<string, number> = {
+  jan: 1, feb: 2, mar: 3, apr: 4, may: 5, jun: 6, jul: 7, aug: 8, sep: 9, oct: 10, nov: 11, dec: 12,
+  sun: 0, mon: 1, tue: 2, wed: 3, thu: 4, fri: 5, sat: 6,
+};
+
+/** The values one standard cron field allows (`*`, numbers, names, `a-b`, `/n`, lists). */
+function fieldValues(field: string, low: number, high: number): { values: Set<number>; any: boolean } {
+  const values = new Set<number>();
+  for (const part of field.split(",")) {
+    const [range, stepText] = part.split("/") as [string, string | undefined];
+    const step = stepText === undefined ? 1 : Number(stepText);
+    const value = (t: string): number => NAMES[t.toLowerCase()] ?? Number(t);
+    let from = low;
+    let to = high;
+    if (range !== "*") {
+      const [a, b] = range.split("-") as [string, string | undefined];
+      from = value(a);
+      to = b === undefined ? (stepText === undefined ? from : high) : value(b);
+    }
+    for (let v = from; v <= to; v += step) values.add(v);
+  }
+  return { values, any: field.startsWith("*") };
+}
+
+const offsetFormatters = new Map<string, Intl.DateTimeFormat>();
+
+/** Milliseconds the zone's wall clock is ahead of UTC at instant `t`. */
+function zoneOffset(timezone: string, t: number): number {
+  if (timezone === "UTC" || timezone === "Etc/UTC") return 0;
+  let format = offsetFormatters.get(timezone);
+  if (!format) {
+    format = new Intl.DateTimeFormat("en-US", { timeZone: timezone, hourCycle: "h23", year: "numeric", month: "numeric", day: "numeric", hour: "numeric", minute: "numeric" });
+    offsetFormatters.set(timezone, format);
+  }
+  const parts = Object.fromEntries(format.formatToParts(new Date(t)).map((p) => [p.type, p.value]));
+  const wall = Date.UTC(Number(parts.year), Number(parts.month) - 1, Number(parts.day), Number(parts.hour), Number(parts.minute));
+  return wall - Math.floor(t / 60000) * 60000;
+}
+
+/** The instant of a wall-clock time in a zone (the later reading across a DST change). */
+function zonedInstant(timezone: string, wall: number): number {
+  const first = wall - zoneOffset(timezone, wall);
+  const second = wall - zoneOffset(timezone, first);
+  return second;
+}
+
 const cronGaps = new Map<string, number | undefined>();
 
 /**
  * The longest time between two consecutive fires of a valid cron expression in a time zone, in
- * seconds, measured over the eight years from 2026-01-01 (every calendar pattern: leap days,
- * weekdays on month days, DST changes) or the first 5,000 fires, whichever ends first (enough for every daily and weekly pattern of a frequent cron). Pure and
- * deterministic: the window is fixed, never "now".
+ * seconds, over the local calendar days 2026-01-01 to 2033-12-31 (leap days, weekdays on month
+ * days, DST changes between days). Standard cron semantics: when both day-of-month and
+ * day-of-week are restricted, a day matching either fires. Pure and deterministic: the window is
+ * fixed, never "now". Computed per matching day (first and last fire, the largest gap within a
+ * day), so it costs one pass over the days, not one step per fire.
  *
  * @returns the gap, or undefined when the expression does not parse or fires fewer than twice.
  */
@@ -99,19 +147,43 @@ export function maxCronGapSeconds(expression: string, timezone: string): number 
   if (cronGaps.has(key)) return cronGaps.get(key);
   let gap: number | undefined;
   try {
-    const start = Date.UTC(2026, 0, 1);
-    const end = Date.UTC(2034, 0, 1);
-    const interval = CronExpressionParser.parse(PRESET_EXPRESSIONS[expression] ?? expression, { tz: timezone, currentDate: new Date(start - 1) });
-    let previous: number | undefined;
-    for (let n = 0; n < 5_000; n++) {
-      const at = interval.next().getTime();
-      if (previous !== undefined) gap = Math.max(gap ?? 0, (at - previous) / 1000);
-      if (at > end) break;
-      previous = at;
-    }
+    gap = computeGap(PRESET_EXPRESSIONS[expression] ?? expression, timezone);
   } catch {
     gap = undefined;
   }
   if (cronGaps.size < 10_000) cronGaps.set(key, gap);
   return gap;
+}
+
+function computeGap(expression: string, timezone: string): number | undefined {
+  const fields = expression.trim().split(/\s+/);
+  if (fields.length !== 5 || cronProblem(expression) !== undefined) return undefined;
+  const [minutes, hours, days, months, weekdays] = [
+    fieldValues(fields[0]!, 0, 59),
+    fieldValues(fields[1]!, 0, 23),
+    fieldValues(fields[2]!, 1, 31),
+    fieldValues(fields[3]!, 1, 12),
+    fieldValues(fields[4]!, 0, 7),
+  ];
+  if (weekdays.values.has(7)) weekdays.values.add(0);
+  // Minutes after local midnight at which a matching day fires, in order.
+  const times = [...hours.values].flatMap((h) => [...minutes.values].map((m) => h * 60 + m)).sort((a, b) => a - b);
+  if (times.length === 0) return undefined;
+  let longest = 0;
+  for (let i = 1; i < times.length; i++) longest = Math.max(longest, (times[i]! - times[i - 1]!) * 60);
+  let previousLast: number | undefined;
+  let fires = times.length > 1 ? 0 : -1;
+  for (let day = Date.UTC(2026, 0, 1); day < Date.UTC(2034, 0, 1); day += 86400000) {
+    const date = new Date(day);
+    if (!months.values.has(date.getUTCMonth() + 1)) continue;
+    const domMatch = days.values.has(date.getUTCDate());
+    const dowMatch = weekdays.values.has(date.getUTCDay());
+    const matches = days.any || weekdays.any ? domMatch && dowMatch : domMatch || dowMatch;
+    if (!matches) continue;
+    const first = zonedInstant(timezone, day + times[0]! * 60000);
+    if (previousLast !== undefined) longest = Math.max(longest, (first - previousLast) / 1000);
+    previousLast = zonedInstant(timezone, day + times[times.length - 1]! * 60000);
+    fires++;
+  }
+  return fires >= 1 ? longest : undefined;
 }
