@@ -259,7 +259,7 @@ def audit(
     manifest, dag = _load(manifest_path, contract_id)
     start_if_run_is_new(manifest, dag, run, produced)
     runtime = dag["runtime"]
-    on_failure = str(runtime.get("on_failure", "block_publish"))
+    on_failure = runtime["on_failure"]
     staging = staging_tables(dag, run)
     wh = opener(runtime.get("warehouse_conn_id"))
     try:
