@@ -31,6 +31,7 @@ import json
 import re
 import sys
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 __all__ = ["check_manifest", "main", "parse_sql"]
@@ -187,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-connections", action="store_true", help="do not look up Airflow Connections")
     args = parser.parse_args(argv)
     try:
-        text = sys.stdin.read() if args.manifest == "-" else open(args.manifest, encoding="utf-8").read()
+        text = sys.stdin.read() if args.manifest == "-" else Path(args.manifest).read_text(encoding="utf-8")
         manifest = json.loads(text)
     except (OSError, ValueError) as error:
         print(f"preflight: cannot read the manifest: {error}", file=sys.stderr)
