@@ -194,7 +194,12 @@ export function buildProgram(io: CliIo = PROCESS_IO): Command {
     .description("Compile Git-authored data contracts into Apache Airflow 3.2 Assets and DAG modules.")
     .version(COMPILER_VERSION, "-V, --version")
     .showHelpAfterError()
-    .configureOutput({ writeOut: io.stdout, writeErr: io.stderr })
+    .configureOutput({
+      writeOut: io.stdout,
+      writeErr: io.stderr,
+      // Captured output (runCli) is the same on any terminal: 80 columns, no colour.
+      ...(io === PROCESS_IO ? {} : { getOutHelpWidth: () => 80, getErrHelpWidth: () => 80, getOutHasColors: () => false, getErrHasColors: () => false }),
+    })
     .exitOverride((error) => {
       // Usage errors exit 2; --help and --version exit 0.
       const code = error.exitCode === 0 ? EXIT_OK : EXIT_INTERNAL;
@@ -271,6 +276,31 @@ export function buildProgram(io: CliIo = PROCESS_IO): Command {
         });
       }, io),
     );
+  program
+    .command("preflight")
+    .description("in the runtime's environment: import every entrypoint, parse every SQL producer and quality query, look up every named Connection")
+    .option("--python <path>", "the runtime's Python (default: $CONTRACT_ASSETS_PYTHON, else .venv/bin/python)")
+    .option("--no-connections", "do not look up Airflow Connections")
+    .addOption(format)
+    .addOption(root)
+    .addOption(debug)
+    .action((opts: CommonOptions & { python?: string; connections: boolean }) =>
+      guarded(opts, async () => {
+        const { compileProject } = await import("./pipeline.js");
+        const { defaultLayout } = await import("./discover/discoverProject.js");
+        const { runPreflightCommand } = await import("./report/preflightCommand.js");
+        const rootDir = rootOf(opts);
+        return runPreflightCommand(compileProject(defaultLayout(rootDir)), {
+          root: rootDir,
+          format: opts.format ?? "text",
+          connections: opts.connections,
+          stdout: io.stdout,
+          stderr: io.stderr,
+          ...(opts.python ? { python: opts.python } : {}),
+        });
+      }, io),
+    );
+
   // The commands that read a running Airflow share their options (report/airflowCommand.ts).
   const airflowCommands = [
     {

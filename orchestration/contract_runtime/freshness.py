@@ -152,9 +152,10 @@ def _table() -> Any:
 def ensure_freshness_table(wh: Warehouse) -> None:
     """Create ``_ca_state.freshness`` when missing: ``asset, state, last_event_at, age_seconds,
     evaluated_at`` (one row per asset)."""
+    from contract_runtime.sqlutil import dialect_of
     from contract_runtime.tables import STATE_SCHEMA
 
-    ts = "timestamp with time zone" if wh.dialect in ("duckdb", "postgres") else "timestamp"
+    ts = dialect_of(wh.dialect).timestamp_type
     wh.create_schema(STATE_SCHEMA)
     wh.execute(
         f"create table if not exists {_table().sql} ("
@@ -307,7 +308,7 @@ def run_monitor(
         ensure_freshness_table(wh)
         previous = get_states(wh)
         entries = evaluate_assets(monitor["assets"], latest_event_at, previous, now)
-        notifier = monitor.get("notifier")
+        notifier: Mapping[str, Any] | None = monitor.get("notifier")
         failures: list[str] = []
         stored: list[dict[str, Any]] = []
         for entry in entries:
@@ -335,7 +336,7 @@ def run_monitor(
     finally:
         wh.close()
     _emit_lineage(manifest, monitor, context, entries, naming)
-    if failures:
+    if failures and notifier is not None:
         raise RuntimeError(
             f"freshness monitor: notifier {notifier['name']!r} ({notifier['class']}) failed for "
             + "; ".join(failures)
@@ -365,6 +366,8 @@ def _emit_lineage(
         run = RunIdentity.from_context(context)
         policies = {str(a["name"]): a for a in monitor["assets"]}
         for entry in entries:
-            emit_freshness(manifest, monitor, run, entry, policies[str(entry["asset"])], dict(naming))
+            emit_freshness(
+                dict(manifest), dict(monitor), run, dict(entry), dict(policies[str(entry["asset"])]), dict(naming)
+            )
     except Exception as exc:  # noqa: BLE001 - lineage must never change the task outcome
         log.warning("lineage freshness events skipped: %s: %s", type(exc).__name__, exc)
