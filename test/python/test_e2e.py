@@ -322,7 +322,7 @@ def test_published_tables_and_row_counts(main_run: dict[str, Any], manifest: dic
     assert tables_in(main_run["warehouse"], "_ca_staging") == {}
     assert tables_in(main_run["warehouse"], "_ca_quarantine") == {}
     watermarks = tables_in(main_run["warehouse"], "_ca_state")
-    assert set(watermarks) == {"watermarks", "publications"} and watermarks["watermarks"] == 3
+    assert set(watermarks) == {"watermarks", "publications", "objects"} and watermarks["watermarks"] == 3
 
 
 def test_one_asset_event_per_published_dataset(main_run: dict[str, Any], manifest: dict[str, Any]) -> None:
