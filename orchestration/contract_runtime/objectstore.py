@@ -49,6 +49,7 @@ __all__ = [
     "exists",
     "join_uri",
     "list_objects",
+    "mask_secrets",
     "read_bytes",
     "storage_path",
     "upload",
@@ -117,7 +118,7 @@ def join_uri(base: str, *parts: str) -> str:
     return out
 
 
-def _mask(text: str, conn_id: str | None) -> str:
+def mask_secrets(text: str, conn_id: str | None) -> str:
     """``text`` with the Connection's password and secret-looking extras replaced by ``***``."""
     if not conn_id:
         return text
@@ -141,7 +142,7 @@ def _mask(text: str, conn_id: str | None) -> str:
 
 
 def _fail(contract_id: str, action: str, uri: str, conn_id: str | None, exc: BaseException) -> Exception:
-    reason = _mask(f"{type(exc).__name__}: {exc}".strip(), conn_id)
+    reason = mask_secrets(f"{type(exc).__name__}: {exc}".strip(), conn_id)
     if isinstance(exc, FileNotFoundError):
         what = "does not exist (no such bucket, container or object)"
     elif isinstance(exc, PermissionError):
