@@ -125,13 +125,23 @@ function runtimeOf(
       runtime.producer = { ...p, command: [...(family?.command ?? []), ...(p.args ?? [])], env: family?.env ?? {} };
     } else runtime.producer = p;
   } else {
-    runtime.producer = { type: "load" };
+    runtime.producer = { type: contract.mode === "extract" ? "extract" : "load" };
     runtime.source = contract.source;
     runtime.mode = contract.mode;
+    if (contract.landing) runtime.landing = contract.landing;
+    if (c.manifestSource) {
+      // The landing location of the extract whose manifests this load reads (DESIGN §3.2).
+      const m = c.manifestSource;
+      runtime.source = {
+        ...contract.source,
+        manifest: { contract: m.contract, uri: m.uri, ...(m.connection_id !== undefined ? { connection_id: m.connection_id } : {}), ...(m.sampleData ? { local_demo: true } : {}) },
+      };
+    }
     if (contract.incremental) runtime.incremental = contract.incremental;
     if (contract.on_schema_drift) runtime.on_schema_drift = contract.on_schema_drift;
     const sample = config.sampleData.get(contract.source.name);
     if (sample !== undefined) runtime.sample_data = sample;
+    if (config.proposals) runtime.proposals = config.proposals;
   }
   if (contract.processing) runtime.processing = contract.processing;
   if (contract.freshness) runtime.freshness = contract.freshness;

@@ -47,6 +47,7 @@ __all__ = [
     "delete_prefix",
     "download",
     "exists",
+    "forget_connections",
     "join_uri",
     "list_objects",
     "mask_secrets",
@@ -101,6 +102,25 @@ class StoredObject:
 
 def _scheme(uri: str) -> str:
     return urllib.parse.urlsplit(uri).scheme.lower()
+
+
+def forget_connections() -> None:
+    """Drop the filesystems Airflow cached per (scheme, Connection id) in this process.
+
+    ``airflow.sdk.io.attach`` keeps one store per scheme and Connection id for the life of the
+    process, built from the Connection as it was then. A process that runs many tasks
+    (``dag.test()``, a long-lived worker) would keep using rotated keys or an old endpoint; each
+    stage calls this first, so it reads the Connection as it is now. (``_STORE_CACHE`` is not
+    public API: when it is gone, nothing is dropped.)
+    """
+    try:
+        from airflow.sdk.io import store
+    except ImportError:
+        return
+    cache = getattr(store, "_STORE_CACHE", None)
+    if isinstance(cache, dict):
+        for alias in [a for a, s in cache.items() if getattr(s, "conn_id", None)]:
+            cache.pop(alias, None)
 
 
 def storage_path(uri: str, conn_id: str | None) -> Any:

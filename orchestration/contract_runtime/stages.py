@@ -317,10 +317,37 @@ def publish(
             except PublishError as exc:
                 raise _NonRetryableProducer(str(exc)) from exc
             naming = lineage_warehouse(wh)
+            if dag["runtime"].get("producer", {}).get("type") == "load":
+                outputs = [{**o, "source": _load_source(manifest_path, dag, run, wh, o)} for o in outputs]
     finally:
         wh.close()
     _lineage("emit_complete", manifest, dag, run, [_lineage_output(o, naming) for o in outputs])
     return outputs
+
+
+def _load_source(
+    manifest_path: str, dag: dict[str, Any], run: RunIdentity, wh: Warehouse, output: dict[str, Any]
+) -> dict[str, Any]:
+    """What a load read, for lineage: ``{"asset", "location", "files", "rows"}`` (``_ca_state.objects``)."""
+    from contract_runtime.manifest import resolve_project_path
+    from contract_runtime.state import run_objects
+
+    runtime = dag["runtime"]
+    source = runtime.get("source") or {}
+    files = run_objects(wh, str(dag["dag_id"]), str(output["dataset"]), run.run_id, "loaded")
+    location = str(source.get("uri") or "")
+    if source.get("manifest"):
+        location = str(source["manifest"]["uri"])
+        if files and source["manifest"].get("local_demo"):
+            location = files[0]["uri"].split("/run-", 1)[0]
+    elif runtime.get("sample_data"):
+        location = "file://" + str(resolve_project_path(manifest_path, str(runtime["sample_data"])))
+    return {
+        "asset": str(source.get("name")),
+        "location": location.rstrip("/"),
+        "files": files,
+        "rows": sum(int(f["rows"] or 0) for f in files),
+    }
 
 
 def _publish_extract(
@@ -346,7 +373,7 @@ def _publish_extract(
 
 def _lineage_output(output: dict[str, Any], naming: dict[str, str]) -> dict[str, Any]:
     keys = ("dataset", "asset", "table", "row_count", "columns", "quality_status", "quarantined")
-    optional = ("manifest_uri", "landing", "files", "size_bytes")
+    optional = ("manifest_uri", "location", "files", "size_bytes", "source")
     return {**{k: output[k] for k in keys}, **{k: output[k] for k in optional if k in output}, **naming}
 
 

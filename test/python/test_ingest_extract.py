@@ -30,6 +30,7 @@ import pytest
 from contract_runtime import stages
 from contract_runtime.state import get_publication
 from contract_runtime.warehouse import DuckDBWarehouse, Warehouse, open_warehouse
+from lineage_testkit import read_events, requires_spec, use_file_transport, validate_event
 from runtime_support import dag_entry, run_identity, write_manifest
 from servers import S3_CONN_ID, postgres_server, s3_client, s3_connection_json, s3_server
 
@@ -255,3 +256,32 @@ def test_extract_schema_drift_writes_a_proposal(setup: dict[str, Any]) -> None:
     assert [p["name"] for p in props] == ["adjustment_id", "amount", "updated_at", "reason"]
     assert doc["datasets"][0]["schema"]["version"] == 2
     assert keys_under(setup, run_prefix("x-drift")) == []
+
+
+@requires_spec
+def test_extract_and_load_lineage(setup: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The extract reads ``postgres://host:port`` / ``db.schema.table`` and writes ``s3://<bucket>``
+    / the landing key prefix (OpenLineage naming) with statistics and the file list; the load reads
+    that same dataset, so the two runs join in lineage."""
+    events = setup["root"] / "lineage.jsonl"
+    use_file_transport(monkeypatch, events)
+    run_contract(setup, EXTRACT, "lx")
+    run_contract(setup, LOAD, "ll")
+    sent = read_events(events)
+    for event in sent:
+        validate_event(event)
+    extract, load = (next(e for e in sent if e["eventType"] == "COMPLETE" and e["job"]["name"] == j) for j in (EXTRACT, LOAD))
+    port = int(setup["src"].scalar("select current_setting('port')"))
+    (source,) = extract["inputs"]
+    assert (source["namespace"], source["name"]) == (f"postgres://127.0.0.1:{port}", "postgres.billing_src.adjustments")
+    assert source["inputFacets"]["inputStatistics"]["rowCount"] == 3
+    (landing,) = extract["outputs"]
+    assert (landing["namespace"], landing["name"]) == (f"s3://{setup['bucket']}", "billing/adjustments")
+    stats = landing["outputFacets"]["outputStatistics"]
+    written = landing["outputFacets"]["contractAssets_files"]
+    assert stats["rowCount"] == 3 and stats["fileCount"] == 2 == len(written["files"])
+    assert stats["size"] == sum(f["size"] for f in written["files"]) and written["manifest"].endswith("/_manifest.json")
+    (read,) = load["inputs"]
+    assert (read["namespace"], read["name"]) == (landing["namespace"], landing["name"])
+    assert [f["uri"] for f in read["inputFacets"]["contractAssets_files"]["files"]] == [f["uri"] for f in written["files"]]
+    assert read["inputFacets"]["inputStatistics"]["rowCount"] == 3

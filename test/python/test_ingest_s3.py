@@ -22,7 +22,7 @@ import pytest
 from contract_runtime import stages
 from contract_runtime.state import get_watermark, run_objects
 from contract_runtime.warehouse import DuckDBWarehouse, Warehouse
-from lineage_testkit import read_events, use_file_transport
+from lineage_testkit import read_events, requires_spec, use_file_transport, validate_event
 from runtime_support import dag_entry, run_identity, write_manifest
 from servers import S3_CONN_ID, s3_client, s3_connection_json, s3_server
 
@@ -234,3 +234,33 @@ def test_faults_name_contract_uri_and_connection_without_secret(
     with DuckDBWarehouse(env["path"]) as wh:
         assert run_objects(wh, CONTRACT, "orders", "fault", "staged") == []
 
+
+
+@requires_spec
+def test_lineage_names_the_bucket_and_lists_the_objects(
+    bucket: dict[str, Any], env: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """COMPLETE's input is ``s3://<bucket>`` + key prefix (OpenLineage naming), with
+    ``inputStatistics`` (rows, bytes, files) and our ``contractAssets_files`` facet; every event
+    validates against the spec and the facet against its schema; no secret anywhere."""
+    events = env["root"] / "lineage.jsonl"
+    use_file_transport(monkeypatch, events)
+    put(bucket, "orders/a.csv", csv_rows(("001", "1.50", "open", "2026-01-01T00:00:00Z")))
+    put(bucket, "orders/b.csv", csv_rows(("002", "2.00", "open", "2026-01-02T00:00:00Z"), ("003", "3.00", "open", "2026-01-02T00:00:00Z")))
+    got = run_all(env, ingest_dag(f"s3://{bucket['name']}/orders/"), "lineage")
+    sent = read_events(events)
+    for event in sent:
+        validate_event(event)
+    complete = next(e for e in sent if e["eventType"] == "COMPLETE")
+    (source,) = complete["inputs"]
+    assert (source["namespace"], source["name"]) == (f"s3://{bucket['name']}", "orders")
+    stats = source["inputFacets"]["inputStatistics"]
+    files = got["produce"]["files"]
+    assert stats["rowCount"] == 3 and stats["fileCount"] == 2 and stats["size"] == sum(f["size"] for f in files)
+    listed = source["inputFacets"]["contractAssets_files"]["files"]
+    assert [(f["uri"], f["checksum"]["value"], f["etag"], f["rowCount"]) for f in listed] == [
+        (f["uri"], f["sha256"], f["etag"], f["rows"]) for f in files
+    ]
+    assert complete["outputs"][0]["outputFacets"]["outputStatistics"]["rowCount"] == 3
+    text = events.read_text(encoding="utf-8")
+    assert bucket["server"]["secret_key"] not in text and bucket["server"]["access_key"] not in text

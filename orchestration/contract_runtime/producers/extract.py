@@ -183,6 +183,7 @@ def produce(request: ProduceRequest) -> dict[str, Any]:
     landing = runtime.get("landing") or {}
     rows_per_file = int(landing.get("rows_per_file") or DEFAULT_ROWS_PER_FILE)
     prefix, landing_conn = landing_prefix(request)
+    objectstore.forget_connections()
     con = duckdb.connect()
     try:
         con.execute("set TimeZone = 'UTC'")
@@ -290,6 +291,7 @@ def publish_manifest(request: ProduceRequest, verdicts: Mapping[str, Mapping[str
     if verdict is None or verdict.get("status") not in ("passed", "degraded"):
         raise ProducerError(f"{request.contract_id}: dataset {name!r} has no publishable audit verdict; no manifest written")
     prefix, conn_id = landing_prefix(request)
+    objectstore.forget_connections()
     manifest_uri = objectstore.join_uri(prefix, MANIFEST_NAME)
     wh = request.warehouse
     ensure_state_tables(wh)
@@ -365,6 +367,14 @@ def publish_manifest(request: ProduceRequest, verdicts: Mapping[str, Mapping[str
             "failed_rules": list(verdict.get("failed_rules", [])),
             "manifest_uri": manifest_uri,
             "landing": prefix,
+            # the dataset is the landing location as a whole; each run adds a prefix under it
+            "location": prefix.rsplit("/run-", 1)[0],
+            "source": {
+                "asset": str(source.get("name")),
+                "location": str(source.get("uri") or ""),
+                "files": [],
+                "rows": document["row_count"],
+            },
             "files": document["files"],
             "size_bytes": document["size_bytes"],
             "connection_id": conn_id,

@@ -321,6 +321,7 @@ def produce(request: ProduceRequest) -> dict[str, Any]:
     elif wm_column:
         log.info("%s: target %s does not exist: loading every object", request.contract_id, target.dotted)
 
+    objectstore.forget_connections()
     objects, conn_id, listed = source_objects(request)
     rows: list[tuple[Any, ...]] = []
     files: list[dict[str, Any]] = []
