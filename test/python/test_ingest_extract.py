@@ -30,9 +30,20 @@ import pytest
 from contract_runtime import stages
 from contract_runtime.state import get_publication
 from contract_runtime.warehouse import DuckDBWarehouse, Warehouse, open_warehouse
-from lineage_testkit import read_events, requires_spec, use_file_transport, validate_event
+from lineage_testkit import (
+    read_events,
+    requires_spec,
+    use_file_transport,
+    validate_event,
+)
 from runtime_support import dag_entry, run_identity, write_manifest
-from servers import S3_CONN_ID, postgres_server, s3_client, s3_connection_json, s3_server
+from servers import (
+    S3_CONN_ID,
+    postgres_server,
+    s3_client,
+    s3_connection_json,
+    s3_server,
+)
 
 PG_CONN_ID = "ca_pg_src"
 EXTRACT = "billing.adjustments_extract"

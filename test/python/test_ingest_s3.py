@@ -22,7 +22,12 @@ import pytest
 from contract_runtime import stages
 from contract_runtime.state import get_watermark, run_objects
 from contract_runtime.warehouse import DuckDBWarehouse, Warehouse
-from lineage_testkit import read_events, requires_spec, use_file_transport, validate_event
+from lineage_testkit import (
+    read_events,
+    requires_spec,
+    use_file_transport,
+    validate_event,
+)
 from runtime_support import dag_entry, run_identity, write_manifest
 from servers import S3_CONN_ID, s3_client, s3_connection_json, s3_server
 
