@@ -4,9 +4,8 @@ Not a test module. Each helper is a context manager that starts a real process b
 127.0.0.1 on a free port the OS hands out, yields how to reach it, and stops it at the end; none
 assumes a server is already running. Fixtures in the test modules (or ``conftest.py``) wrap them.
 
-- :func:`postgres_server` runs ``initdb`` into a temporary folder and ``pg_ctl start`` (as the
-  ``postgres`` system user via ``runuser`` when the tests run as root: PostgreSQL refuses root).
-  Without server binaries (``scripts/ensure-postgres.sh`` installs them on Debian) it skips.
+- :func:`postgres_server` is ``livestack.PostgresServer`` (``scripts/livestack.py``): ``initdb``
+  into a temporary folder and ``pg_ctl start``; without server binaries it skips.
 - :func:`s3_server` runs ``python -m moto.server`` (the ``moto[server]`` package from the lock),
   creates an IAM user with an access key, then switches moto's request authentication on
   (``/moto-api/reset-auth``), so a wrong key is refused like on AWS.
@@ -14,10 +13,8 @@ assumes a server is already running. Fixtures in the test modules (or ``conftest
 
 from __future__ import annotations
 
-import glob
 import json
 import os
-import pwd
 import shutil
 import socket
 import subprocess
@@ -45,81 +42,26 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _pg_bin() -> str | None:
-    candidates = sorted(
-        glob.glob("/usr/lib/postgresql/*/bin"), key=lambda p: int(p.split("/")[-2]) if p.split("/")[-2].isdigit() else 0
-    )
-    for d in reversed(candidates):
-        if os.path.exists(os.path.join(d, "initdb")) and os.path.exists(os.path.join(d, "pg_ctl")):
-            return d
-    initdb = shutil.which("initdb")
-    return os.path.dirname(initdb) if initdb and shutil.which("pg_ctl") else None
-
-
 @contextmanager
 def postgres_server() -> Iterator[dict[str, Any]]:
-    """A throw-away PostgreSQL server: yields ``{"uri": "postgres://postgres@127.0.0.1:<port>/postgres", "port"}``.
+    """A throw-away PostgreSQL server (``livestack.PostgresServer``, shared with the live stack):
+    yields ``{"uri": "postgres://postgres@127.0.0.1:<port>/postgres", "port"}``.
 
-    Trust authentication on loopback only. Skips the calling test (module) when the binaries or,
-    as root, the ``postgres`` user or ``runuser`` are missing; fails it when the server does not start.
+    Skips the calling test (module) when the server binaries are missing.
     """
-    bin_dir = _pg_bin()
-    if bin_dir is None:
-        pytest.skip("PostgreSQL server binaries not found (run scripts/ensure-postgres.sh: Debian package postgresql)")
-    as_root = os.geteuid() == 0
-    prefix: list[str] = []
-    if as_root:
-        try:
-            pwd.getpwnam("postgres")
-        except KeyError:
-            pytest.skip("running as root and no 'postgres' user to run the server as")
-        # runuser lives in /usr/sbin, which a minimal PATH (CI, env -i) may lack.
-        runuser = shutil.which("runuser") or next((p for p in ("/usr/sbin/runuser", "/sbin/runuser") if os.path.exists(p)), None)
-        if runuser is None:
-            pytest.skip("running as root and no runuser to start the server as the 'postgres' user")
-        prefix = [runuser, "-u", "postgres", "--"]
-    base = tempfile.mkdtemp(prefix="ca-pg-")
-    data, sock, log = os.path.join(base, "data"), os.path.join(base, "sock"), os.path.join(base, "server.log")
-    os.makedirs(sock)
-    if as_root:
-        os.chmod(base, 0o755)
-        shutil.chown(base, "postgres")
-        shutil.chown(sock, "postgres")
-    port = free_port()
+    from livestack import PostgresServer, StackUnavailable
 
-    def run(*cmd: str) -> None:
-        subprocess.run([*prefix, *cmd], check=True, capture_output=True, text=True)
-
+    server = PostgresServer(Path(tempfile.mkdtemp(prefix="ca-pg-")))
     try:
-        run(os.path.join(bin_dir, "initdb"), "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync")
-        run(
-            os.path.join(bin_dir, "pg_ctl"),
-            "-D",
-            data,
-            "-l",
-            log,
-            "-w",
-            "-t",
-            "60",
-            "start",
-            "-o",
-            f"-p {port} -k {sock} -c listen_addresses=127.0.0.1 -c fsync=off",
-        )
-    except subprocess.CalledProcessError as exc:
-        shutil.rmtree(base, ignore_errors=True)
-        pytest.fail(f"could not start PostgreSQL: {exc.stderr or exc.stdout}")
-    except OSError as exc:
-        shutil.rmtree(base, ignore_errors=True)
-        pytest.fail(f"could not start PostgreSQL: {exc}")
+        server.start()
+    except StackUnavailable as exc:
+        shutil.rmtree(server.base, ignore_errors=True)
+        pytest.skip(str(exc))
     try:
-        yield {"uri": f"postgres://postgres@127.0.0.1:{port}/postgres", "port": port}
+        yield {"uri": server.uri(), "port": server.port}
     finally:
-        subprocess.run(
-            [*prefix, os.path.join(bin_dir, "pg_ctl"), "-D", data, "-m", "immediate", "-w", "stop"],
-            capture_output=True,
-            check=False,
-        )
-        shutil.rmtree(base, ignore_errors=True)
+        server.stop()
+        shutil.rmtree(server.base, ignore_errors=True)
 
 
 #: What the S3 test user may do: everything, except read objects under ``locked/`` (the

@@ -1,8 +1,9 @@
 """The warehouse through a common-sql connection, against a real PostgreSQL server.
 
-The fixture starts a throw-away server: ``initdb`` into a temporary folder and ``pg_ctl start``
-on 127.0.0.1 and a free port (as the ``postgres`` system user via ``runuser`` when the tests run
-as root, since PostgreSQL refuses to run as root), and stops it at the end. It never assumes a
+The fixture starts a throw-away server with ``servers.postgres_server`` (``livestack.PostgresServer``):
+``initdb`` into a temporary folder and ``pg_ctl start`` on 127.0.0.1 and a free port (as the
+``postgres`` system user via ``runuser`` when the tests run as root, since PostgreSQL refuses to
+run as root), and stops it at the end. It never assumes a
 server is running. Without PostgreSQL binaries (``scripts/ensure-postgres.sh`` installs them on
 Debian) the module is skipped with that reason.
 

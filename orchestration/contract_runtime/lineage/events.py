@@ -238,6 +238,8 @@ def complete_event(
         quarantined = bool(output.get("quarantined"))
         if not quarantined and entry.get("physical"):
             located["physical"] = entry["physical"]
+        if not quarantined and entry.get("uri"):
+            located["uri"] = entry["uri"]
         written = output.get("location") and uri_identity(str(output["location"]))
         namespace, name = written or dataset_identity(lineage_namespace, located)
         dataset_facets: dict[str, Any] = {
