@@ -35,7 +35,6 @@ export function resolveContracts(table: AssetTable, config: OrchestrationConfig)
       runSettings: runSettingsFor(config, c.id, c.domain),
     };
     if (c.kind === "IngestionContract") {
-      entry.sourceAsset = c.source.name;
       const extract = c.mode === "load" ? extractProducing(table, c.source.name) : undefined;
       const landing = extract?.document.landing;
       if (extract && landing) {
@@ -45,11 +44,9 @@ export function resolveContracts(table: AssetTable, config: OrchestrationConfig)
           ...(landing.connection_id !== undefined ? { connection_id: landing.connection_id } : {}),
           sampleData: config.sampleData.has(extract.document.source.name),
         };
-        // The manifest dataset's Asset event is what a load of it waits for.
-        if (!entry.upstreams.some((u) => u.asset === c.source.name)) {
-          entry.upstreams.push({ asset: c.source.name, trigger: true, location: located.source.locate(["source", "name"]) });
-        }
-      }
+        // The manifest dataset's Asset event is what a load of it waits for: an upstream, not an external source.
+        entry.upstreams.push({ asset: c.source.name, trigger: true, location: located.source.locate(["source", "name"]) });
+      } else entry.sourceAsset = c.source.name;
     }
     if (c.trigger !== undefined && c.trigger !== "manual") {
       if (c.trigger.cron !== undefined) entry.timetable = { cron: c.trigger.cron, timezone: c.trigger.timezone ?? "UTC" };

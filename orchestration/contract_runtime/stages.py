@@ -242,6 +242,8 @@ def audit(
             verdicts.append(verdict)
             # the tested dataset is named like publish's output: the target table, not staging
             tested = {**ds, "table": target_table(str(runtime["domain"]), str(ds["name"])).dotted, **naming}
+            if runtime.get("producer", {}).get("type") == "extract":
+                tested["physical"] = _landing_identity(dag)
             _lineage("emit_assertions", manifest, dag, run, tested, verdict.results)
         statuses = [v.status(on_failure) for v in verdicts]
         summary: dict[str, Any] = {
@@ -318,33 +320,44 @@ def publish(
                 raise _NonRetryableProducer(str(exc)) from exc
             naming = lineage_warehouse(wh)
             if dag["runtime"].get("producer", {}).get("type") == "load":
-                outputs = [{**o, "source": _load_source(manifest_path, dag, run, wh, o)} for o in outputs]
+                outputs = [{**o, "source": _load_source(dag, run, wh, o)} for o in outputs]
     finally:
         wh.close()
     _lineage("emit_complete", manifest, dag, run, [_lineage_output(o, naming) for o in outputs])
     return outputs
 
 
-def _load_source(
-    manifest_path: str, dag: dict[str, Any], run: RunIdentity, wh: Warehouse, output: dict[str, Any]
-) -> dict[str, Any]:
-    """What a load read, for lineage: ``{"asset", "location", "files", "rows"}`` (``_ca_state.objects``)."""
-    from contract_runtime.manifest import resolve_project_path
+def _landing_identity(dag: dict[str, Any]) -> dict[str, str] | None:
+    """An extract's dataset in lineage: its declared landing location (as publish names its output)."""
+    try:
+        from contract_runtime.lineage.identity import uri_identity
+
+        located = uri_identity(str(dag["runtime"]["landing"]["uri"]).rstrip("/"))
+    except Exception:  # noqa: BLE001 - lineage must never change the task outcome
+        return None
+    return {"namespace": located[0], "name": located[1]} if located else None
+
+
+def _load_source(dag: dict[str, Any], run: RunIdentity, wh: Warehouse, output: dict[str, Any]) -> dict[str, Any]:
+    """What a load read, for lineage: ``{"asset", "location", "files", "rows"}`` (``_ca_state.objects``).
+
+    ``location`` names the input dataset: ``source.uri`` (the object, prefix or glob read), or the
+    extract's declared landing location; None for the demo's ``sample_data`` (the source Asset's
+    own identity stays).
+    """
     from contract_runtime.state import run_objects
 
     runtime = dag["runtime"]
     source = runtime.get("source") or {}
     files = run_objects(wh, str(dag["dag_id"]), str(output["dataset"]), run.run_id, "loaded")
-    location = str(source.get("uri") or "")
+    location: str | None = str(source.get("uri") or "")
     if source.get("manifest"):
         location = str(source["manifest"]["uri"])
-        if files and source["manifest"].get("local_demo"):
-            location = files[0]["uri"].split("/run-", 1)[0]
     elif runtime.get("sample_data"):
-        location = "file://" + str(resolve_project_path(manifest_path, str(runtime["sample_data"])))
+        location = None
     return {
         "asset": str(source.get("name")),
-        "location": location.rstrip("/"),
+        "location": location.rstrip("/") if location else None,
         "files": files,
         "rows": sum(int(f["rows"] or 0) for f in files),
     }

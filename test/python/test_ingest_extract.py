@@ -223,7 +223,8 @@ def test_killed_extract_leaves_no_manifest_and_the_retry_completes(setup: dict[s
     script = KILL_SCRIPT.format(tests=str(Path(__file__).parent), manifest=str(slow), contract=EXTRACT, path=str(setup["path"]))
     proc = subprocess.Popen([sys.executable, "-c", script], env=dict(os.environ))
     try:
-        deadline = time.monotonic() + 60
+        # generous: the child imports Airflow first, which takes long on a loaded machine
+        deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
             active = setup["src"].scalar("select count(*) from pg_stat_activity where query like '%pg_sleep(30)%' and pid <> pg_backend_pid()")
             if active:
@@ -292,6 +293,9 @@ def test_extract_and_load_lineage(setup: dict[str, Any], monkeypatch: pytest.Mon
     written = landing["outputFacets"]["contractAssets_files"]
     assert stats["rowCount"] == 3 and stats["fileCount"] == 2 == len(written["files"])
     assert stats["size"] == sum(f["size"] for f in written["files"]) and written["manifest"].endswith("/_manifest.json")
+    # the audit's assertions name the same dataset as the COMPLETE output
+    audited = next(e for e in sent if e["eventType"] == "OTHER" and e["job"]["name"] == EXTRACT)
+    assert (audited["inputs"][0]["namespace"], audited["inputs"][0]["name"]) == (landing["namespace"], landing["name"])
     (read,) = load["inputs"]
     assert (read["namespace"], read["name"]) == (landing["namespace"], landing["name"])
     assert [f["uri"] for f in read["inputFacets"]["contractAssets_files"]["files"]] == [f["uri"] for f in written["files"]]

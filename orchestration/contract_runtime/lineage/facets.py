@@ -154,7 +154,7 @@ class ContractAssetsFilesInputDatasetFacet(InputDatasetFacet):
 
     @staticmethod
     def _get_schema() -> str:
-        return f"{SCHEMA_BASE_URL}ContractAssetsFilesDatasetFacet.json#/$defs/ContractAssetsFilesInputDatasetFacet"
+        return _schema_url("ContractAssetsFiles", "InputDatasetFacet")
 
 
 @attr.define
@@ -166,7 +166,7 @@ class ContractAssetsFilesOutputDatasetFacet(OutputDatasetFacet):
 
     @staticmethod
     def _get_schema() -> str:
-        return f"{SCHEMA_BASE_URL}ContractAssetsFilesDatasetFacet.json#/$defs/ContractAssetsFilesOutputDatasetFacet"
+        return _schema_url("ContractAssetsFiles", "OutputDatasetFacet")
 
 
 def files_input_facet(files: Sequence[Mapping[str, Any]]) -> ContractAssetsFilesInputDatasetFacet:

@@ -367,8 +367,9 @@ def publish_manifest(request: ProduceRequest, verdicts: Mapping[str, Mapping[str
             "failed_rules": list(verdict.get("failed_rules", [])),
             "manifest_uri": manifest_uri,
             "landing": prefix,
-            # the dataset is the landing location as a whole; each run adds a prefix under it
-            "location": prefix.rsplit("/run-", 1)[0],
+            # the dataset is the declared landing location as a whole (also when the demo stands
+            # in for it locally); each run adds a prefix under it
+            "location": str((request.runtime.get("landing") or {}).get("uri") or "").rstrip("/"),
             "source": {
                 "asset": str(source.get("name")),
                 "location": str(source.get("uri") or ""),
