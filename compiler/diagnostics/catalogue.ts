@@ -230,6 +230,11 @@ export const Diagnostics = {
     "error",
     () => `"trigger: manual" cannot be combined with triggering upstreams; mark them "trigger: false"`,
   ),
+  UnimplementedProducer: entry<{ type: string; implemented: string }>(
+    "CA3101",
+    "error",
+    (a) => `the producer type ${q(a.type)} has no runtime in contract_runtime; use one of ${a.implemented}`,
+  ),
 
   // 4: link
   DuplicateContractId: entry<{ id: string }>("CA4001", "error", (a) => `the contract id ${q(a.id)} is declared twice`),

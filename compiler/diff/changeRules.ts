@@ -133,19 +133,16 @@ function extraWithout(extra: Record<string, unknown>, keys: string[]): Record<st
   return Object.fromEntries(Object.entries(extra).filter(([k]) => !keys.includes(k)));
 }
 
-type QualityRule = { name?: string; column?: string; query?: string };
-
 function qualityByName(asset: ManifestAsset): Map<string, unknown> {
-  const rules = asset.quality as Array<QualityRule & Record<string, unknown>>;
-  return new Map(rules.map((r, i) => [r.name ?? `rule_${i + 1}`, r]));
+  // Names are unique within a dataset (the compiler decides them; the schema requires them).
+  return new Map(asset.quality.map((r) => [r.name, r]));
 }
 
 const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
 /** The queries of a DAG's SQL quality rules, over every dataset it produces. */
 function ruleQueriesOf(dag: DagPlan): string[] {
-  const datasets = (dag.runtime as { datasets?: Array<{ quality?: QualityRule[] }> }).datasets ?? [];
-  return datasets.flatMap((d) => (d.quality ?? []).flatMap((r) => (r.query !== undefined ? [r.query] : [])));
+  return dag.runtime.datasets.flatMap((d) => d.quality.flatMap((r) => (r.query !== undefined ? [r.query] : [])));
 }
 
 /** The producing contract's id of an asset (from its extra); null for externals. */

@@ -1,6 +1,7 @@
 import { CredentialInTextRule } from "./CredentialInTextRule.js";
 import { DagTagRule } from "./DagTagRule.js";
 import { IdDomainRule } from "./IdDomainRule.js";
+import { ImplementedProducerRule } from "./ImplementedProducerRule.js";
 import { IngestionModeShapeRule } from "./IngestionModeShapeRule.js";
 import { NestingDepthRule } from "./NestingDepthRule.js";
 import { PiiLegalBasisRule } from "./PiiLegalBasisRule.js";
@@ -31,5 +32,6 @@ export const DOCUMENT_RULES: readonly DocumentRule[] = [
   IdDomainRule,
   CredentialInTextRule,
   NestingDepthRule,
+  ImplementedProducerRule,
   IngestionModeShapeRule,
 ];
