@@ -28,6 +28,7 @@ from typing import Any
 
 import pytest
 from contract_runtime import stages
+from contract_runtime.sqlutil import TableRef
 from contract_runtime.state import get_publication
 from contract_runtime.warehouse import DuckDBWarehouse, Warehouse, open_warehouse
 from lineage_testkit import (
@@ -199,6 +200,16 @@ def test_failed_extract_leaves_no_manifest_and_the_retry_completes(setup: dict[s
     # the retry of the DAG run rewrites the files and completes
     outputs = run_contract(setup, EXTRACT, "x-fail")
     assert outputs[0]["row_count"] == 3 and f"{prefix}_manifest.json" in keys_under(setup, prefix)
+
+
+def test_load_refuses_a_file_that_differs_from_its_manifest(setup: dict[str, Any]) -> None:
+    run_contract(setup, EXTRACT, "x-tamper")
+    prefix = run_prefix("x-tamper")
+    setup["client"].put_object(Bucket=setup["bucket"], Key=f"{prefix}part-00000.parquet", Body=b"replaced after publish")
+    with pytest.raises(stages.NonRetryableError, match=r"part-00000.parquet' \(Connection 'ca_s3'\) has SHA-256 [0-9a-f]{64}, its manifest lists [0-9a-f]{64}: not loaded"):
+        stages.produce(setup["manifest"], LOAD, run_identity(LOAD, "l-tamper"), opener=setup["opener"])
+    with DuckDBWarehouse(setup["path"]) as wh:
+        assert not wh.table_exists(TableRef("billing", "adjustments_raw"))
 
 
 KILL_SCRIPT = """
