@@ -131,7 +131,9 @@ def _read_database(request: ProduceRequest, source: Mapping[str, Any]) -> tuple[
     query = source_query(source)
     what = source.get("table") or "query"
     try:
-        hook = BaseHook.get_connection(str(conn_id)).get_hook()
+        # get_hook() is untyped: the hook is any common-sql (DB-API) hook
+        source_conn: Any = BaseHook.get_connection(str(conn_id))
+        hook = source_conn.get_hook()
         with contextlib.closing(hook.get_conn()) as connection:
             cursor = connection.cursor()
             cursor.execute(query)
@@ -209,7 +211,7 @@ def produce(request: ProduceRequest) -> dict[str, Any]:
                 con.executemany(f"insert into src values ({marks})", [[r[i] for i in index] for r in rows])
             except duckdb.ConversionException as exc:
                 raise ProducerError(f"{request.contract_id}: a value of {where!r} does not convert to its contract type: {exc}") from exc
-        count = int(con.execute("select count(*) from src").fetchone()[0])
+        count = _count(con, "select count(*) from src", [])
         deleted = objectstore.delete_prefix(prefix, landing_conn, contract_id=request.contract_id)
         if deleted:
             log.info("%s: removed %s file(s) an earlier try left under %s", request.contract_id, deleted, prefix)
@@ -252,6 +254,12 @@ def produce(request: ProduceRequest) -> dict[str, Any]:
         "drift_added": [n for n, _ in diff.added],
         "rows": {name: count},
     }
+
+
+def _count(con: Any, sql: str, params: list[Any]) -> int:
+    """The single integer a ``count(*)`` query returns."""
+    row = con.execute(sql, params).fetchone()
+    return int(row[0]) if row is not None else 0
 
 
 def _sha256(path: str) -> tuple[str, int]:
@@ -308,7 +316,7 @@ def publish_manifest(request: ProduceRequest, verdicts: Mapping[str, Mapping[str
                     local, got = objectstore.download(obj, conn_id, tmp, contract_id=request.contract_id)
                     rows: int | None = None
                     if got.sha256 == f["sha256"]:
-                        rows = int(con.execute("select count(*) from read_parquet(?)", [local]).fetchone()[0])
+                        rows = _count(con, "select count(*) from read_parquet(?)", [local])
                     if got.sha256 != f["sha256"] or got.size != f["size"] or rows != f["rows"]:
                         raise ProducerError(
                             f"{request.contract_id}: landing file {f['uri']!r} (Connection {conn_id!r}) does not match "
