@@ -23,6 +23,8 @@ export interface OrchestrationConfig {
   freshnessMonitor: { dagId: string; cron: string; timezone: string; notifier?: string };
   /** Every place a notifier is named (for KnownNotifierRule): `freshness_monitor`, `deadline_notifier`. */
   notifierReferences: Array<{ name: string; location: SourceLocation }>;
+  /** Where the runtime writes schema-drift proposals (`proposals`); absent: beside the warehouse. */
+  proposals?: { uri: string; connection_id?: string };
 }
 
 /** The freshness monitor's default cron: every 15 minutes. */
@@ -75,6 +77,7 @@ export function mergeConfigs(configs: ReadonlyArray<Located<OrchestrationConfigD
       config.uriTemplateLocation = source.locate(["uri_template"]);
     }
     if (document.lineage !== undefined && claim("lineage", source.locate(["lineage"], "key"))) config.lineageNamespace = document.lineage.namespace;
+    if (document.proposals !== undefined && claim("proposals", source.locate(["proposals"], "key"))) config.proposals = document.proposals;
     if (document.defaults !== undefined && claim("defaults", source.locate(["defaults"], "key"))) config.defaults = document.defaults;
     for (const [name, s] of Object.entries(document.schedules ?? {})) {
       if (claim(`schedules.${name}`, source.locate(["schedules", name], "key"))) config.schedules.set(name, { cron: s.cron, timezone: s.timezone ?? "UTC" });

@@ -133,6 +133,17 @@ export interface IngestionSource {
   connection_id?: string;
   schema_version?: number;
   description?: string;
+  /** `mode: extract`: the source table (`schema.table`), read with `select *`. */
+  table?: string;
+  /** `mode: extract`: the SQL query whose result is extracted. */
+  query?: string;
+}
+
+/** `mode: extract`: where landing files and the manifest go (one `run-<hash>/` prefix per run). */
+export interface Landing {
+  uri: string;
+  connection_id?: string;
+  rows_per_file?: number;
 }
 
 export interface IngestionContract extends ContractBase {
@@ -140,7 +151,8 @@ export interface IngestionContract extends ContractBase {
   source: IngestionSource;
   mode: "extract" | "load";
   incremental?: { watermark: string };
-  on_schema_drift?: "abort";
+  on_schema_drift?: "abort" | "allow_additive";
+  landing?: Landing;
 }
 
 export type Contract = TransformContract | IngestionContract;
@@ -182,6 +194,7 @@ export interface OrchestrationConfigDocument {
   sample_data?: Record<string, string>;
   notifiers?: Record<string, { class: string; kwargs?: Record<string, unknown> }>;
   freshness_monitor?: { dag_id?: string; cron?: string; timezone?: string; notifier?: string };
+  proposals?: { uri: string; connection_id?: string };
 }
 
 /** Every document kind the compiler reads, by `kind`. */
