@@ -16,6 +16,20 @@ from contract_runtime.freshness import FreshnessMonitorOperator
 
 MANIFEST_PATH = os.path.join(os.path.dirname(__file__), "..", "manifest.json")
 
+BILLING__ADJUSTMENTS_EXTRACT = Asset(
+    name="billing.adjustments_extract",
+    uri="s3://acme-billing-landing/invoice_adjustments",
+    group="billing",
+    extra={"contract_id": "billing.adjustments_extract", "contract_version": "1.0.0", "freshness": {"degrade_after": "PT48H", "max_age": "PT26H"}, "layer": "landing", "owner": "team-billing-data", "schema_version": 1},
+)
+
+BILLING__ADJUSTMENTS_RAW = Asset(
+    name="billing.adjustments_raw",
+    uri="x-datalake://raw/billing/adjustments_raw",
+    group="billing",
+    extra={"contract_id": "billing.adjustments_raw", "contract_version": "1.0.0", "freshness": {"degrade_after": "PT48H", "max_age": "PT26H"}, "layer": "raw", "owner": "team-billing-data", "schema_version": 1},
+)
+
 BILLING__CREDIT_NOTES_RAW = Asset(
     name="billing.credit_notes_raw",
     uri="x-datalake://raw/billing/credit_notes_raw",
@@ -126,5 +140,5 @@ with DAG(
     evaluate = FreshnessMonitorOperator(
         task_id="evaluate",
         manifest_path=MANIFEST_PATH,
-        inlets=[BILLING__CREDIT_NOTES_RAW, BILLING__INVOICE_LINES_RAW, BILLING__INVOICES_RAW, BILLING__PAYMENTS_RAW, CRM__ACCOUNTS_RAW, CRM__CONTRACTS_RAW, FINANCE__BILLINGS_BY_CONTRACT, FINANCE__CONTRACTS_CURATED, FINANCE__FISCAL_CALENDAR, FINANCE__INVOICES_CURATED, FX__RATES_DAILY, REVREC__CLOSE_SUMMARY, REVREC__DEFERRED_REVENUE_BALANCE, REVREC__REVENUE_SCHEDULE],
+        inlets=[BILLING__ADJUSTMENTS_EXTRACT, BILLING__ADJUSTMENTS_RAW, BILLING__CREDIT_NOTES_RAW, BILLING__INVOICE_LINES_RAW, BILLING__INVOICES_RAW, BILLING__PAYMENTS_RAW, CRM__ACCOUNTS_RAW, CRM__CONTRACTS_RAW, FINANCE__BILLINGS_BY_CONTRACT, FINANCE__CONTRACTS_CURATED, FINANCE__FISCAL_CALENDAR, FINANCE__INVOICES_CURATED, FX__RATES_DAILY, REVREC__CLOSE_SUMMARY, REVREC__DEFERRED_REVENUE_BALANCE, REVREC__REVENUE_SCHEDULE],
     )
