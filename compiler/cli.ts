@@ -17,6 +17,25 @@ interface CommonOptions {
   debug?: boolean;
 }
 
+/**
+ * Where a command writes and how it ends: the process streams and exit code for the bin, a
+ * capture for the golden command cases (`runCli`).
+ */
+export interface CliIo {
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+  exit: (code: number) => void;
+}
+
+/** The bin's IO: the process streams; the exit code is set, not forced (pending output drains). */
+export const PROCESS_IO: CliIo = {
+  stdout: (text) => void process.stdout.write(text),
+  stderr: (text) => void process.stderr.write(text),
+  exit: (code) => {
+    process.exitCode = code;
+  },
+};
+
 /** A usage error: one line on stderr, exit 2 (thrown through `guarded`). */
 class UsageError extends Error {}
 
@@ -37,19 +56,19 @@ function rootOf(options: CommonOptions): string {
  * Runs one command and turns a thrown error (a bug: stages never throw on bad input) into one line
  * on stderr and exit 2; `--debug` adds the stack trace.
  */
-export async function guarded(options: CommonOptions, body: () => Promise<number>): Promise<void> {
+export async function guarded(options: CommonOptions, body: () => Promise<number>, io: CliIo = PROCESS_IO): Promise<void> {
   try {
-    process.exitCode = await body();
+    io.exit(await body());
   } catch (error) {
     if (error instanceof UsageError) {
-      process.stderr.write(`contract-assets: ${error.message}\n`);
-      process.exitCode = EXIT_INTERNAL;
+      io.stderr(`contract-assets: ${error.message}\n`);
+      io.exit(EXIT_INTERNAL);
       return;
     }
     const message = error instanceof Error ? error.message : String(error);
-    process.stderr.write(`contract-assets: internal error: ${message.split("\n")[0]} (${REPORT_HINT})\n`);
-    if (options.debug && error instanceof Error && error.stack) process.stderr.write(error.stack + "\n");
-    process.exitCode = EXIT_INTERNAL;
+    io.stderr(`contract-assets: internal error: ${message.split("\n")[0]} (${REPORT_HINT})\n`);
+    if (options.debug && error instanceof Error && error.stack) io.stderr(error.stack + "\n");
+    io.exit(EXIT_INTERNAL);
   }
 }
 
@@ -90,7 +109,7 @@ async function previousState(layout: import("./discover/discoverProject.js").Pro
   return { manifest: parsed.manifest };
 }
 
-async function compileCommand(options: CompileFlags, mode: "compile" | "validate" | "diff"): Promise<number> {
+async function compileCommand(options: CompileFlags, mode: "compile" | "validate" | "diff", io: CliIo): Promise<number> {
   const { compileProject } = await import("./pipeline.js");
   const { defaultLayout } = await import("./discover/discoverProject.js");
   const { formatDiagnostics } = await import("./diagnostics/format.js");
@@ -101,8 +120,8 @@ async function compileCommand(options: CompileFlags, mode: "compile" | "validate
   const previous = wantsDiff ? await previousState(layout, options.against) : undefined;
   if (previous?.diagnostic) {
     const text = formatDiagnostics([previous.diagnostic], options.format ?? "text", () => undefined);
-    if ((options.format ?? "text") === "text") process.stderr.write(text);
-    else process.stdout.write(text);
+    if ((options.format ?? "text") === "text") io.stderr(text);
+    else io.stdout(text);
     return EXIT_INPUT;
   }
   const result = compileProject(layout, previous?.manifest ? { previousManifest: previous.manifest } : {});
@@ -131,37 +150,50 @@ async function compileCommand(options: CompileFlags, mode: "compile" | "validate
   if (format === "json") {
     const body = JSON.parse(text) as Record<string, unknown>;
     if (wantsDiff && result.diff) body.diff = JSON.parse(formatChanges(result.diff, "json"));
-    process.stdout.write(JSON.stringify(body, null, 2) + "\n");
+    io.stdout(JSON.stringify(body, null, 2) + "\n");
   } else {
-    if (format === "text") process.stderr.write(text + summary);
-    else process.stdout.write(text);
-    if (wantsDiff && result.diff) process.stdout.write(formatChanges(result.diff, format, result.project));
+    if (format === "text") io.stderr(text + summary);
+    else io.stdout(text);
+    if (wantsDiff && result.diff) io.stdout(formatChanges(result.diff, format, result.project));
   }
   return hasErrors(diagnostics) ? EXIT_INPUT : EXIT_OK;
 }
 
-async function withProject(options: CommonOptions, body: (r: import("./pipeline.js").CompileResult) => number): Promise<number> {
+async function withProject(options: CommonOptions, io: CliIo, body: (r: import("./pipeline.js").CompileResult) => number): Promise<number> {
   const { compileProject } = await import("./pipeline.js");
   const { defaultLayout } = await import("./discover/discoverProject.js");
   const { formatDiagnostics } = await import("./diagnostics/format.js");
   const { hasErrors } = await import("./diagnostics/diagnostic.js");
   const result = compileProject(defaultLayout(rootOf(options)));
   if (hasErrors(result.diagnostics) || !result.project || !result.graph) {
-    process.stderr.write(formatDiagnostics(result.diagnostics, "text", (f) => result.sources.get(f)));
+    io.stderr(formatDiagnostics(result.diagnostics, "text", (f) => result.sources.get(f)));
     return EXIT_INPUT;
   }
   return body(result);
 }
 
-/** Builds the commander program (exported for tests). */
-export function buildProgram(): Command {
+/** Thrown by commander's exit override so `runCli` can end a usage error without `process.exit`. */
+class CommandExit extends Error {
+  constructor(readonly code: number) {
+    super(`exit ${code}`);
+  }
+}
+
+/**
+ * Builds the commander program (exported for tests). Every command writes through `io`; with the
+ * default IO, a usage error ends the process (exit 2; `--help` and `--version` exit 0).
+ */
+export function buildProgram(io: CliIo = PROCESS_IO): Command {
   const program = new Command("contract-assets")
     .description("Compile Git-authored data contracts into Apache Airflow 3.2 Assets and DAG modules.")
     .version(COMPILER_VERSION, "-V, --version")
     .showHelpAfterError()
+    .configureOutput({ writeOut: io.stdout, writeErr: io.stderr })
     .exitOverride((error) => {
       // Usage errors exit 2; --help and --version exit 0.
-      process.exit(error.exitCode === 0 ? EXIT_OK : EXIT_INTERNAL);
+      const code = error.exitCode === 0 ? EXIT_OK : EXIT_INTERNAL;
+      if (io === PROCESS_IO) process.exit(code);
+      throw new CommandExit(code);
     });
   const root = new Option("--root <dir>", "project root (default: the current directory)");
   const debug = new Option("--debug", "show the stack trace of an internal error");
@@ -176,7 +208,7 @@ export function buildProgram(): Command {
     .addOption(format)
     .addOption(root)
     .addOption(debug)
-    .action((opts: CompileFlags) => guarded(opts, () => compileCommand(opts, "compile")));
+    .action((opts: CompileFlags) => guarded(opts, () => compileCommand(opts, "compile", io), io));
 
   program
     .command("diff")
@@ -185,7 +217,7 @@ export function buildProgram(): Command {
     .addOption(format)
     .addOption(root)
     .addOption(debug)
-    .action((opts: CompileFlags) => guarded(opts, () => compileCommand(opts, "diff")));
+    .action((opts: CompileFlags) => guarded(opts, () => compileCommand(opts, "diff", io), io));
 
   program
     .command("validate")
@@ -193,7 +225,7 @@ export function buildProgram(): Command {
     .addOption(format)
     .addOption(root)
     .addOption(debug)
-    .action((opts: CommonOptions) => guarded(opts, () => compileCommand(opts, "validate")));
+    .action((opts: CommonOptions) => guarded(opts, () => compileCommand(opts, "validate", io), io));
 
   program
     .command("graph")
@@ -204,11 +236,11 @@ export function buildProgram(): Command {
     .action((opts: CommonOptions & { format: GraphFormat }) =>
       guarded(opts, async () => {
         const { formatGraph } = await import("./report/describeGraph.js");
-        return withProject(opts, (r) => {
-          process.stdout.write(formatGraph(r.project!, r.graph!, opts.format));
+        return withProject(opts, io, (r) => {
+          io.stdout(formatGraph(r.project!, r.graph!, opts.format));
           return EXIT_OK;
         });
-      }),
+      }, io),
     );
 
   program
@@ -221,17 +253,17 @@ export function buildProgram(): Command {
       guarded(opts, async () => {
         const { explainAsset } = await import("./report/describeGraph.js");
         const { suggest } = await import("./support/suggest.js");
-        return withProject(opts, (r) => {
+        return withProject(opts, io, (r) => {
           const text = explainAsset(r.project!, r.graph!, asset);
           if (text === undefined) {
             const guess = suggest(asset, r.project!.assets.keys());
-            process.stderr.write(`contract-assets: unknown asset ${JSON.stringify(asset)}${guess ? `; did you mean ${JSON.stringify(guess)}?` : ""}\n`);
+            io.stderr(`contract-assets: unknown asset ${JSON.stringify(asset)}${guess ? `; did you mean ${JSON.stringify(guess)}?` : ""}\n`);
             return EXIT_INPUT;
           }
-          process.stdout.write(text);
+          io.stdout(text);
           return EXIT_OK;
         });
-      }),
+      }, io),
     );
   program
     .command("stale")
@@ -244,8 +276,8 @@ export function buildProgram(): Command {
     .action((opts: CommonOptions & { airflowUrl: string; format: "text" | "json"; token?: string }) =>
       guarded(opts, async () => {
         const { runStaleCommand } = await import("./report/staleCommand.js");
-        return runStaleCommand({ root: rootOf(opts), airflowUrl: opts.airflowUrl, format: opts.format, ...(opts.token ? { token: opts.token } : {}) });
-      }),
+        return runStaleCommand({ root: rootOf(opts), airflowUrl: opts.airflowUrl, format: opts.format, stdout: io.stdout, stderr: io.stderr, ...(opts.token ? { token: opts.token } : {}) });
+      }, io),
     );
   return program;
 }
@@ -260,4 +292,23 @@ export async function main(argv: string[]): Promise<void> {
     });
   }
   await buildProgram().parseAsync(argv);
+}
+
+/**
+ * Runs one command line in this process (the arguments after the program name) with its output
+ * captured, as the golden command cases do: `{exitCode, stdout, stderr}`, byte for byte what the
+ * bin would print.
+ */
+export async function runCli(args: string[]): Promise<{ exitCode: number; stdout: string; stderr: string }> {
+  let stdout = "";
+  let stderr = "";
+  let exitCode = EXIT_OK;
+  const io: CliIo = { stdout: (t) => void (stdout += t), stderr: (t) => void (stderr += t), exit: (c) => void (exitCode = c) };
+  try {
+    await buildProgram(io).parseAsync(args, { from: "user" });
+  } catch (error) {
+    if (!(error instanceof CommandExit)) throw error;
+    exitCode = error.code;
+  }
+  return { exitCode, stdout, stderr };
 }

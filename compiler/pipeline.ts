@@ -78,6 +78,7 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
     .map((c) => c.document)
     .flatMap((c) => (c.kind === "TransformContract" && c.producer.type === "sql" ? [c.producer.path] : []));
   const previousManifest = options.previousManifest ? undefined : previousManifestOf(discovered.value.previousManifest, diagnostics);
+  const previousState = options.previousManifest ?? previousManifest;
   const producerFiles = readReferencedFiles(layout.root, referenced);
   diagnostics.push(...producerFiles.diagnostics);
   const linked = linkProject(validated.value, {
@@ -85,7 +86,8 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
     unresolvedNames: validated.value.unresolvedNames,
     unresolvedIds: validated.value.unresolvedIds,
     configBroken: validated.value.configBroken,
-    ...(previousManifest ? { previousAssets: new Map(previousManifest.assets.map((a) => [a.name, { uri: a.uri }])) } : {}),
+    // Rename hints read the state the diff compares against (the output folder's or --against's).
+    ...(previousState ? { previousAssets: new Map(previousState.assets.map((a) => [a.name, { uri: a.uri }])) } : {}),
   });
   diagnostics.push(...linked.diagnostics);
 
@@ -100,7 +102,7 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
   const manifest = buildManifest(linked.value, graph.value, plans.value);
   diagnostics.push(...plans.diagnostics, ...manifest.diagnostics);
   result.manifest = manifest.value.manifest;
-  const previous = options.previousManifest ?? previousManifest;
+  const previous = previousState;
   if (previous) {
     // Files that exist but could not be read, parsed or validated are in an unknown state, not gone.
     const accepted = new Set([...validated.value.contracts, ...validated.value.externals].map((l) => l.source.file.path));

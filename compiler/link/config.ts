@@ -1,5 +1,4 @@
-import { createDiagnostic, Diagnostics } from "../diagnostics/catalogue.js";
-import type { Diagnostic, SourceLocation } from "../diagnostics/diagnostic.js";
+import type { SourceLocation } from "../diagnostics/diagnostic.js";
 import type { OrchestrationConfigDocument, RunSettings } from "../model/contract.js";
 import type { Located } from "../validate/validateDocuments.js";
 
@@ -20,12 +19,20 @@ export interface OrchestrationConfig {
   sampleData: Map<string, string>;
 }
 
+/** A config key set twice: the later setting is ignored (reported by UniqueConfigKeyRule). */
+export interface ConfigConflict {
+  key: string;
+  location: SourceLocation;
+  first: SourceLocation;
+}
+
 /**
- * Merges the config files. A single-valued key (uri_template, lineage, defaults) set in two files,
- * or a schedule or producer family named in two files, is CA4015 naming both places.
+ * Merges the config files in the order given. A single-valued key (uri_template, lineage,
+ * defaults) set in two files, or a schedule or producer family named in two files, keeps the first
+ * setting and is recorded in `conflicts`.
  */
-export function mergeConfigs(configs: ReadonlyArray<Located<OrchestrationConfigDocument>>): { config: OrchestrationConfig; diagnostics: Diagnostic[] } {
-  const diagnostics: Diagnostic[] = [];
+export function mergeConfigs(configs: ReadonlyArray<Located<OrchestrationConfigDocument>>): { config: OrchestrationConfig; conflicts: ConfigConflict[] } {
+  const conflicts: ConfigConflict[] = [];
   const config: OrchestrationConfig = {
     uriTemplate: DEFAULT_URI_TEMPLATE,
     lineageNamespace: DEFAULT_LINEAGE_NAMESPACE,
@@ -39,7 +46,7 @@ export function mergeConfigs(configs: ReadonlyArray<Located<OrchestrationConfigD
   const claim = (key: string, location: SourceLocation): boolean => {
     const seen = firstSeen.get(key);
     if (seen) {
-      diagnostics.push(createDiagnostic(Diagnostics.ConfigConflict, { key }, location, { related: [{ message: "first set here", location: seen }] }));
+      conflicts.push({ key, location, first: seen });
       return false;
     }
     firstSeen.set(key, location);
@@ -63,7 +70,7 @@ export function mergeConfigs(configs: ReadonlyArray<Located<OrchestrationConfigD
     }
     (document.overrides ?? []).forEach((o, i) => config.overrides.push({ ...o, location: source.locate(["overrides", i, "match"]) }));
   }
-  return { config, diagnostics };
+  return { config, conflicts };
 }
 
 /**
@@ -82,8 +89,8 @@ export function runSettingsFor(config: OrchestrationConfig, contractId: string, 
 }
 
 /**
- * Expands the URI template for one dataset. Unknown placeholders are reported once per template
- * (CA4017) by {@link templateProblems}.
+ * Expands the URI template for one dataset. Unknown placeholders are found once per template by
+ * {@link templateProblems}.
  */
 export function expandUriTemplate(template: string, values: { layer: string; domain: string; name: string }): string {
   return template.replace(/\{(layer|domain|name)\}/g, (_, key: "layer" | "domain" | "name") => values[key]);

@@ -1,9 +1,10 @@
 import type { StageResult } from "../diagnostics/diagnostic.js";
 import type { OrchestrationConfig } from "../link/config.js";
 import { DEFAULT_LAYER, type AssetDeclaration, type LinkedContract, type LinkedProject } from "../link/linkProject.js";
-import type { AssetCondition, Contract, QualityRule } from "../model/contract.js";
+import type { AssetCondition, Contract, Dataset, QualityRule } from "../model/contract.js";
 import { compareStrings } from "../support/compare.js";
 import { parseDurationSeconds } from "../support/duration.js";
+import { implicitQualityRules } from "./implicitQualityRules.js";
 
 /** An asset condition as the manifest and the templates carry it. */
 export type ConditionNode = { asset: string } | { all: ConditionNode[] } | { any: ConditionNode[] };
@@ -77,6 +78,21 @@ export function qualityNames(rules: readonly QualityRule[]): string[] {
   return names.map((n, i) => (names.indexOf(n) !== i || (rules[i]!.name === undefined && rules.some((r) => r.name === n)) ? `${n}_${i + 1}` : n));
 }
 
+/**
+ * A dataset's quality rules as the runtime evaluates them: the author's rules (named, severity
+ * defaulted to `error`), then the implicit rules of its key constraints (`implicitQualityRules`).
+ * An implicit rule whose name an author rule already has gets a position suffix.
+ */
+function qualityOf(d: Dataset): Array<Record<string, unknown>> {
+  const authored = d.quality ?? [];
+  const implicit = implicitQualityRules(d);
+  const names = qualityNames([...authored, ...implicit]);
+  return [
+    ...authored.map((q, i) => ({ ...q, name: names[i]!, severity: q.severity ?? "error" })),
+    ...implicit.map((q, i) => ({ ...q, name: names[authored.length + i]! })),
+  ];
+}
+
 function runtimeOf(
   c: LinkedContract,
   assets: ReadonlyMap<string, AssetDeclaration>,
@@ -94,7 +110,7 @@ function runtimeOf(
       uri: assets.get(`${contract.domain}.${d.name}`)?.uri ?? null,
       layer: d.layer ?? DEFAULT_LAYER[contract.kind],
       schema: d.schema,
-      quality: qualityNames(d.quality ?? []).map((name, i) => ({ ...d.quality![i], name, severity: d.quality![i]!.severity ?? "error" })),
+      quality: qualityOf(d),
       ...(d.physical ? { physical: d.physical } : {}),
     })),
     upstreams: c.upstreams.map((u) => ({ asset: u.asset, trigger: u.trigger, ...(u.schemaVersion !== undefined ? { schema_version: u.schemaVersion } : {}) })),

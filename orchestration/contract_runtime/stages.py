@@ -267,7 +267,11 @@ def audit(
             failed = "; ".join(
                 f"{v.asset}: "
                 + ", ".join(
-                    f"{r['name']} (actual {r['actual']}, {r['operator']} {r['expected']})"
+                    (
+                        f"{r['name']} (not evaluated: {r['error']})"
+                        if r.get("error")
+                        else f"{r['name']} (actual {r['actual']}, {r['operator']} {r['expected']})"
+                    )
                     for r in v.results
                     if not r["success"] and r["severity"] == "error"
                 )

@@ -1,14 +1,17 @@
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { CASES, compileRoot, readTree, stageCase, toCrlf, UPDATE, type CaseOutput } from "./golden.js";
+import { CASES, caseCommands, compileRoot, readTree, runCaseCommand, stageCase, toCrlf, UPDATE, type CaseOutput } from "./golden.js";
 
 /**
  * Golden cases: each folder of test/cases is a project (`input/`) with what compiling it must give
  * (`expected/`): `exit-code`, `diagnostics.txt` (gcc-style with the source excerpt), when it
  * compiles `generated/` file by file (missing and extra files both fail), and for a before/after
- * case (`previous/`) the diff report `changes.txt` and `changes.json`. UPDATE_GOLDEN=1 rewrites
- * `expected/`; review the change with `git diff`.
+ * case (`previous/`) the diff report `changes.txt` and `changes.json`. A case's `commands.txt` lists
+ * CLI command lines (`validate`, `compile --check`, `diff --against HEAD --format json`, `graph
+ * --format dot`, `explain <asset>`); each runs on a fresh copy of the case and its exit code, stdout
+ * and stderr are pinned in `expected/commands/`. UPDATE_GOLDEN=1 rewrites `expected/`; review the
+ * change with `git diff`.
  */
 const names = fs
   .readdirSync(CASES)
@@ -41,6 +44,10 @@ function writeExpected(caseDir: string, out: CaseOutput): void {
     fs.mkdirSync(path.dirname(path.join(dir, "generated", rel)), { recursive: true });
     fs.writeFileSync(path.join(dir, "generated", rel), text);
   }
+  for (const [file, text] of out.commands ?? []) {
+    fs.mkdirSync(path.join(dir, "commands"), { recursive: true });
+    fs.writeFileSync(path.join(dir, "commands", file), text);
+  }
 }
 
 describe("golden cases", () => {
@@ -50,9 +57,15 @@ describe("golden cases", () => {
 
   for (const name of names) {
     const caseDir = path.join(CASES, name);
-    it(name, () => {
+    it(name, async () => {
       const first = compileRoot(stageCase(caseDir));
-      if (UPDATE) writeExpected(caseDir, first);
+      const commands = new Map<string, string>();
+      for (const command of caseCommands(caseDir)) commands.set(command.file, await runCaseCommand(caseDir, command));
+      if (UPDATE) writeExpected(caseDir, { ...first, commands });
+      // Every command's output, and no pinned output of a command the case no longer runs.
+      const pinned = readTree(path.join(caseDir, "expected", "commands"));
+      expect([...commands.keys()].sort()).toEqual([...pinned.keys()]);
+      for (const [file, text] of commands) expect(text, `commands/${file}`).toBe(pinned.get(file));
       const expected = expectedOf(caseDir);
       expect(first.exitCode).toBe(expected.exitCode);
       expect(first.diagnostics).toBe(expected.diagnostics);
@@ -96,7 +109,7 @@ describe("golden cases", () => {
       const dir = path.join(CASES, name);
       expect(fs.existsSync(path.join(dir, "input")), `${name}/input`).toBe(true);
       expect(fs.existsSync(path.join(dir, "expected", "exit-code")), `${name}/expected/exit-code`).toBe(true);
-      const extra = fs.readdirSync(dir).filter((e) => !["input", "expected", "previous", "README.md"].includes(e));
+      const extra = fs.readdirSync(dir).filter((e) => !["input", "expected", "previous", "README.md", "commands.txt"].includes(e));
       expect(extra, `${name} holds unknown entries`).toEqual([]);
     }
   });

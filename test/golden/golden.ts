@@ -1,6 +1,8 @@
+import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { runCli } from "../../compiler/cli.js";
 import { formatDiagnostics } from "../../compiler/diagnostics/format.js";
 import { defaultLayout } from "../../compiler/discover/discoverProject.js";
 import { compileProject, type CompileOptions } from "../../compiler/pipeline.js";
@@ -32,13 +34,15 @@ export function readTree(root: string): Map<string, string> {
  * compile cleanly), then its contracts and SQL are replaced by `input/`'s, so the next compile
  * diffs against the previous manifest in `generated/`.
  */
-export function stageCase(caseDir: string): string {
+export function stageCase(caseDir: string, options: { git?: boolean } = {}): string {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), "ca-case-"));
   fs.cpSync(path.join(CASES, "_base"), root, { recursive: true });
   if (fs.existsSync(path.join(caseDir, "previous"))) {
     fs.cpSync(path.join(caseDir, "previous"), root, { recursive: true, verbatimSymlinks: true });
     const before = compileRoot(root);
     if (before.exitCode !== 0) throw new Error(`${caseDir}/previous does not compile:\n${before.diagnostics}`);
+    // The previous state committed as HEAD, for `diff --against HEAD`.
+    if (options.git) commitAll(root);
     for (const part of ["contracts", "sql"]) fs.rmSync(path.join(root, part), { recursive: true, force: true });
   }
   fs.cpSync(path.join(caseDir, "input"), root, { recursive: true, verbatimSymlinks: true });
@@ -51,6 +55,8 @@ export interface CaseOutput {
   generated: Map<string, string>;
   /** The diff report against the previous manifest, text and JSON (before/after cases only). */
   changes?: { text: string; json: string };
+  /** Pinned command outputs by file name under `expected/commands/` (cases with `commands.txt`). */
+  commands?: Map<string, string>;
 }
 
 /** Compiles a staged root like `contract-assets compile` does, and collects what it wrote. */
@@ -82,4 +88,53 @@ export function toCrlf(root: string): void {
     });
     fs.writeFileSync(path.join(root, rel), Buffer.from(out));
   }
+}
+
+function commitAll(root: string): void {
+  const git = (...args: string[]): void =>
+    void execFileSync("git", ["-c", "user.name=golden", "-c", "user.email=golden@example.invalid", "-c", "commit.gpgsign=false", ...args], { cwd: root, stdio: "ignore" });
+  git("init", "-q", "-b", "main");
+  git("add", "-A");
+  git("commit", "-qm", "previous");
+}
+
+/** One CLI command line of a case's `commands.txt`, and the file its output is pinned in. */
+export interface CaseCommand {
+  /** The arguments after `contract-assets`, without `--root` (the runner adds it). */
+  args: string[];
+  /** `expected/commands/<file>`: the command line with every run of other characters as `-`. */
+  file: string;
+}
+
+/**
+ * A case's command lines: `commands.txt`, one command per line (`diff --format json`), `#` starts a
+ * comment. Absent file: no commands.
+ */
+export function caseCommands(caseDir: string): CaseCommand[] {
+  const file = path.join(caseDir, "commands.txt");
+  if (!fs.existsSync(file)) return [];
+  return fs
+    .readFileSync(file, "utf8")
+    .split("\n")
+    .map((line) => line.replace(/#.*/, "").trim())
+    .filter((line) => line !== "")
+    .map((line) => ({ args: line.split(/\s+/), file: `${line.replace(/[^A-Za-z0-9_.]+/g, "-").replace(/^-|-$/g, "")}.txt` }));
+}
+
+/**
+ * Runs one command on a fresh copy of the case, in process, as the bin would (`runCli`), and renders
+ * what a user sees: the command line, the exit code, stdout and stderr. The temporary root never
+ * shows: `--root` is added by the runner and any mention of the folder reads `<root>`.
+ */
+export async function runCaseCommand(caseDir: string, command: CaseCommand): Promise<string> {
+  const root = stageCase(caseDir, { git: command.args.includes("--against") });
+  const result = await runCli([...command.args, "--root", root]);
+  const clean = (text: string): string => text.split(root).join("<root>");
+  return [
+    `$ contract-assets ${command.args.join(" ")}`,
+    `exit ${result.exitCode}`,
+    "--- stdout",
+    clean(result.stdout) + "--- stderr",
+    clean(result.stderr),
+  ].join("\n");
 }

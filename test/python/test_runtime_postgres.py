@@ -274,3 +274,27 @@ def test_sql_producer_and_quarantine_on_postgres(pg: Warehouse, tmp_path: Path) 
     assert not pg.table_exists(TableRef("sales", "orders"))
     assert pg.list_tables("_ca_staging") == []
     assert pg.row_count(TableRef(*q["table"].split(".", 1))) == 2
+
+
+def test_a_broken_quality_query_is_that_rule_failing_on_postgres(pg: Warehouse) -> None:
+    """PostgreSQL aborts the transaction on an error: the next rule must still be evaluated."""
+    from contract_runtime.quality import evaluate_dataset
+
+    t = TableRef("sales", "broken_q")
+    pg.create_table(t, [("id", "TEXT")])
+    pg.insert_rows(t, ["id"], [("a",), ("b",)])
+    verdict = evaluate_dataset(
+        pg,
+        t,
+        {
+            "name": "q",
+            "quality": [
+                {"name": "broken", "type": "sql", "query": "select count(*) from {dataset} where nope", "mustBe": 0, "severity": "warning"},
+                {"name": "rows", "metric": "rowCount", "mustBe": 2, "severity": "error"},
+            ],
+        },
+    )
+    broken, rows = verdict.results
+    assert broken["success"] is False and 'column "nope" does not exist' in broken["error"]
+    assert rows["success"] is True and rows["actual"] == 2
+    assert verdict.status("block_publish") == "degraded"

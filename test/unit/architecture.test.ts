@@ -2,6 +2,8 @@ import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { Diagnostics, listCodes } from "../../compiler/diagnostics/catalogue.js";
+import { LINK_RULES } from "../../compiler/link/rules/index.js";
+import { DOCUMENT_RULES } from "../../compiler/validate/rules/index.js";
 import { REPO } from "./helpers.js";
 
 const COMPILER = path.join(REPO, "compiler");
@@ -75,6 +77,30 @@ describe("architecture", () => {
     const text = [...sources()].filter(([f]) => f !== "diagnostics/catalogue.ts").map(([, t]) => t).join("\n");
     const unused = Object.keys(Diagnostics).filter((name) => !text.includes(`Diagnostics.${name}`));
     expect(unused).toEqual([]);
+  });
+
+  it("keeps one rule per file, named <Adjective><Subject>Rule, each listed once", () => {
+    for (const [folder, rules] of [["validate/rules", DOCUMENT_RULES], ["link/rules", LINK_RULES]] as const) {
+      const files = fs
+        .readdirSync(path.join(COMPILER, folder))
+        .filter((f) => f.endsWith("Rule.ts"))
+        .map((f) => f.replace(/\.ts$/, ""))
+        .sort();
+      expect(rules.map((r) => r.name).sort(), folder).toEqual(files);
+      for (const name of files) {
+        expect(name).toMatch(/^[A-Z][a-z]+[A-Z][A-Za-z]*Rule$/);
+        const text = fs.readFileSync(path.join(COMPILER, folder, `${name}.ts`), "utf8");
+        expect(text, `${name} states its rule and why`).toMatch(/\/\*\*[^]*?Why[^]*?\*\//);
+      }
+    }
+  });
+
+  it("reports link findings only from link rules", () => {
+    // The asset table and resolution decide; the rules of link/rules report (ARCHITECTURE.md, link).
+    for (const [file, text] of sources()) {
+      if (!file.startsWith("link/") || file.startsWith("link/rules/") || file === "link/assetTable.ts") continue;
+      expect(text, file).not.toContain("createDiagnostic(");
+    }
   });
 
   it("makes diagnostics only through the catalogue", () => {

@@ -1,0 +1,180 @@
+import { createDiagnostic, Diagnostics } from "../diagnostics/catalogue.js";
+import type { Diagnostic } from "../diagnostics/diagnostic.js";
+import type { Contract, Dataset } from "../model/contract.js";
+import { canonicalJson } from "../support/canonical-json.js";
+import { compareStrings } from "../support/compare.js";
+import { normaliseUri } from "../support/uri.js";
+import { checkUri } from "../validate/rules/ValidUriRule.js";
+import type { Located, ValidatedProject } from "../validate/validateDocuments.js";
+import { expandUriTemplate, templateProblems, type OrchestrationConfig } from "./config.js";
+import type { AssetDeclaration, AssetTable } from "./model.js";
+
+/** The layer of a dataset that names none (DESIGN §3.3). */
+export const DEFAULT_LAYER: Record<Contract["kind"], string> = { IngestionContract: "raw", TransformContract: "curated" };
+
+function datasetExtra(contract: Contract, dataset: Dataset, layer: string): Record<string, unknown> {
+  const extra: Record<string, unknown> = {
+    contract_id: contract.id,
+    contract_version: contract.version,
+    layer,
+    owner: contract.owner,
+    schema_version: dataset.schema.version,
+  };
+  if (contract.freshness) extra.freshness = { ...contract.freshness };
+  return { ...(dataset.extra ?? {}), ...extra };
+}
+
+/**
+ * The URI template's problems: unknown placeholders and stray braces (CA4017), a sample expansion
+ * that is not a valid URI (the ValidUriRule codes), or a template without both `{domain}` and
+ * `{name}` (CA4017), which could not give unique URIs. Names are lower snake, so one sample
+ * expansion stands for every dataset.
+ */
+function uriTemplateFindings(validated: ValidatedProject, config: OrchestrationConfig): Diagnostic[] {
+  const findings: Diagnostic[] = [];
+  const placeholders = templateProblems(config.uriTemplate);
+  for (const placeholder of placeholders) {
+    findings.push(createDiagnostic(Diagnostics.TemplatePlaceholder, { placeholder }, config.uriTemplateLocation));
+  }
+  const templateSource = validated.configs.find((c) => c.document.uri_template !== undefined);
+  if (placeholders.length || !templateSource) return findings;
+  checkUri(expandUriTemplate(config.uriTemplate, { layer: "raw", domain: "domain", name: "name" }), ["uri_template"], {
+    source: templateSource.source,
+    report: (d) => findings.push(d),
+  });
+  if (!findings.length && (!config.uriTemplate.includes("{name}") || !config.uriTemplate.includes("{domain}"))) {
+    findings.push(createDiagnostic(Diagnostics.TemplatePlaceholder, { placeholder: "{domain} and {name} are both required" }, config.uriTemplateLocation));
+  }
+  return findings;
+}
+
+/**
+ * The asset table, first half of link: accepts the first contract of each id, declares every Asset
+ * (produced datasets first, then `ExternalAssets` entries, then ingestion sources, each in file
+ * order) and keeps the first of each name and of each normalised URI. Nothing is reported here:
+ * what did not go in is recorded (`duplicateIds`, `clashes`, `templateFindings`) for the link rules.
+ *
+ * Invariant: a name in `refused` is not in `assets`, and its error is among the recorded facts.
+ */
+export function buildAssetTable(validated: ValidatedProject, config: OrchestrationConfig): AssetTable {
+  const templateFindings = uriTemplateFindings(validated, config);
+  const templateUsable = templateFindings.length === 0;
+  const table: AssetTable = { contracts: [], ids: new Map(), duplicateIds: [], externals: [], assets: new Map(), refused: new Set(), clashes: [], templateFindings };
+  const byUri = new Map<string, AssetDeclaration>();
+  const declare = (asset: AssetDeclaration): void => {
+    const existing = table.assets.get(asset.name);
+    if (existing) {
+      if (existing.external && asset.external) {
+        if (normaliseUri(existing.uri) !== normaliseUri(asset.uri)) {
+          table.clashes.push({ kind: "externalUri", asset, existing });
+          return;
+        }
+        // The same external twice must be the same Asset: Airflow compares group and extra too.
+        const field = existing.group !== asset.group ? "group (domain)" : canonicalJson(existing.extra) !== canonicalJson(asset.extra) ? "owner or extra" : undefined;
+        if (field) table.clashes.push({ kind: "externalDeclaration", asset, existing, field });
+        return;
+      }
+      table.refused.add(asset.name);
+      table.clashes.push({ kind: "name", asset, existing });
+      return;
+    }
+    const normalised = normaliseUri(asset.uri);
+    const clash = byUri.get(normalised);
+    if (clash) {
+      table.refused.add(asset.name);
+      table.clashes.push({ kind: "uri", asset, existing: clash, normalised });
+      return;
+    }
+    table.assets.set(asset.name, asset);
+    byUri.set(normalised, asset);
+  };
+
+  // Sort for determinism: declarations (and so "first declared here") follow file order.
+  const contracts = [...validated.contracts].sort((a, b) => compareStrings(a.source.file.path, b.source.file.path));
+  table.externals = [...validated.externals].sort((a, b) => compareStrings(a.source.file.path, b.source.file.path));
+
+  // Contract ids (dag_ids) are unique. They are lower case by schema, so no two differ by case only.
+  for (const located of contracts) {
+    const first = table.ids.get(located.document.id);
+    if (first) {
+      table.duplicateIds.push({ located, first });
+      continue;
+    }
+    table.ids.set(located.document.id, located);
+    table.contracts.push(located);
+  }
+
+  // Produced assets first, so a clash with an external points at the external.
+  for (const located of table.contracts) {
+    const c = located.document;
+    c.datasets.forEach((dataset, i) => {
+      const layer = dataset.layer ?? DEFAULT_LAYER[c.kind];
+      if (dataset.uri === undefined && !templateUsable) {
+        // Reported once at the template; the dataset's consumers must not cascade.
+        table.refused.add(`${c.domain}.${dataset.name}`);
+        return;
+      }
+      const uri = dataset.uri ?? expandUriTemplate(config.uriTemplate, { layer, domain: c.domain, name: dataset.name });
+      const uriLocation = located.source.locate(dataset.uri !== undefined ? ["datasets", i, "uri"] : ["datasets", i, "name"]);
+      if (dataset.uri === undefined) {
+        // A template can expand to a bad URI (a scheme missing, a placeholder left): check the result.
+        const before = table.templateFindings.length;
+        checkUri(uri, ["datasets", i, "name"], { source: located.source, report: (d) => table.templateFindings.push(d) });
+        if (table.templateFindings.length > before) return;
+      }
+      declare({
+        name: `${c.domain}.${dataset.name}`,
+        uri,
+        group: c.domain,
+        extra: datasetExtra(c, dataset, layer),
+        external: false,
+        producer: c.id,
+        status: c.status ?? "active",
+        declaredIn: located.source.file.path,
+        location: located.source.locate(["datasets", i, "name"]),
+        uriLocation,
+        schemaVersion: dataset.schema.version,
+        schemaVersionLocation: located.source.locate(["datasets", i, "schema", "version"]),
+      });
+    });
+  }
+  for (const located of table.externals) {
+    const doc = located.document;
+    doc.assets.forEach((a, i) => {
+      declare({
+        name: a.name,
+        uri: a.uri,
+        group: doc.domain,
+        extra: { ...(a.extra ?? {}), external: true, owner: doc.owner },
+        external: true,
+        status: "active",
+        declaredIn: located.source.file.path,
+        location: located.source.locate(["assets", i, "name"]),
+        uriLocation: located.source.locate(["assets", i, "uri"]),
+      });
+    });
+  }
+  for (const located of table.contracts) {
+    const c = located.document;
+    if (c.kind !== "IngestionContract") continue;
+    const s = c.source;
+    const asset: AssetDeclaration = {
+      name: s.name,
+      uri: s.uri,
+      // The ingesting contract's domain: the source system has no domain of ours.
+      group: c.domain,
+      extra: { external: true, owner: c.owner },
+      external: true,
+      status: "active",
+      declaredIn: located.source.file.path,
+      location: located.source.locate(["source", "name"]),
+      uriLocation: located.source.locate(["source", "uri"]),
+    };
+    if (s.schema_version !== undefined) {
+      asset.schemaVersion = s.schema_version;
+      asset.schemaVersionLocation = located.source.locate(["source", "schema_version"]);
+    }
+    declare(asset);
+  }
+  return table;
+}

@@ -1,0 +1,46 @@
+import { sha256Hex, gitBlobId } from "../support/hash.js";
+import { runSettingsFor, type OrchestrationConfig } from "./config.js";
+import type { AssetDeclaration, AssetTable, LinkedContract, ResolvedUpstream } from "./model.js";
+
+function lfText(text: string): string {
+  return text.replace(/\r\n?/g, "\n");
+}
+
+/**
+ * Resolution, second half of link: for each accepted contract of the table, its outlets (the
+ * Assets it declared and the table kept), its upstreams in author order, its timetable (a cron,
+ * or a `schedule_ref` found in the config, with the contract's timezone winning), its run settings
+ * (defaults, then domain overrides, then contract overrides) and its content hashes.
+ *
+ * Pure and total: a reference that does not resolve is left unresolved (no timetable, an upstream
+ * naming an absent Asset) for the link rules to report.
+ */
+export function resolveContracts(table: AssetTable, config: OrchestrationConfig): LinkedContract[] {
+  return table.contracts.map((located) => {
+    const c = located.document;
+    const text = lfText(located.source.file.text);
+    const entry: LinkedContract = {
+      located,
+      contract: c,
+      status: c.status ?? "active",
+      sha256: sha256Hex(text),
+      gitBlob: gitBlobId(Buffer.from(text, "utf8")),
+      outlets: c.datasets.map((d) => table.assets.get(`${c.domain}.${d.name}`)).filter((a): a is AssetDeclaration => a?.producer === c.id),
+      upstreams: (c.upstreams ?? []).map((u, i) => {
+        const resolved: ResolvedUpstream = { asset: u.asset, trigger: u.trigger !== false, location: located.source.locate(["upstreams", i, "asset"]) };
+        if (u.schema_version !== undefined) resolved.schemaVersion = u.schema_version;
+        return resolved;
+      }),
+      runSettings: runSettingsFor(config, c.id, c.domain),
+    };
+    if (c.kind === "IngestionContract") entry.sourceAsset = c.source.name;
+    if (c.trigger !== undefined && c.trigger !== "manual") {
+      if (c.trigger.cron !== undefined) entry.timetable = { cron: c.trigger.cron, timezone: c.trigger.timezone ?? "UTC" };
+      else if (c.trigger.schedule_ref !== undefined) {
+        const named = config.schedules.get(c.trigger.schedule_ref);
+        if (named) entry.timetable = { cron: named.cron, timezone: c.trigger.timezone ?? named.timezone };
+      }
+    }
+    return entry;
+  });
+}

@@ -1,0 +1,50 @@
+import { createDiagnostic, Diagnostics } from "../../diagnostics/catalogue.js";
+import { suggest } from "../../support/suggest.js";
+import { normaliseUri } from "../../support/uri.js";
+import type { LinkRule, LinkState } from "./rule.js";
+
+/**
+ * Every upstream of a contract that runs (not retired) names an Asset of the project. Why: Airflow
+ * accepts any name and creates an orphan Asset that no DAG ever updates, so a typo would leave the
+ * consumer waiting forever. Names whose declaration failed validation or clashed are not reported
+ * again. The hint says where the Asset went: renamed through `renamed_from`, renamed with the same
+ * URI since the previous manifest, a contract id given for a dataset, or the closest name.
+ */
+export const KnownUpstreamRule: LinkRule = {
+  name: "KnownUpstreamRule",
+  check(state, context) {
+    const hint = unknownHint(state);
+    for (const linked of state.contracts) {
+      if (linked.status === "retired") continue;
+      for (const u of linked.upstreams) {
+        if (state.table.assets.has(u.asset) || state.context.unresolvedNames.has(u.asset) || state.table.refused.has(u.asset)) continue;
+        context.report(createDiagnostic(Diagnostics.UnknownUpstream, { asset: u.asset }, u.location, { hint: hint(u.asset) }));
+      }
+    }
+  },
+};
+
+function unknownHint(state: LinkState): (name: string) => string | undefined {
+  const { assets, ids } = state.table;
+  // Assets renamed through renamed_from, for consumers that did not follow.
+  const renamedTo = new Map<string, string>();
+  for (const a of assets.values()) {
+    const producer = a.producer ? ids.get(a.producer) : undefined;
+    const dataset = producer?.document.datasets.find((d) => `${producer.document.domain}.${d.name}` === a.name);
+    for (const old of dataset?.renamed_from ?? []) renamedTo.set(old, a.name);
+  }
+  const byNormalisedUri = new Map([...assets.values()].map((a) => [normaliseUri(a.uri), a.name]));
+  return (name) => {
+    const declared = renamedTo.get(name);
+    if (declared) return `it was renamed to "${declared}" (renamed_from); update this upstream`;
+    const previous = state.context.previousAssets?.get(name);
+    if (previous) {
+      const now = byNormalisedUri.get(normaliseUri(previous.uri));
+      if (now && now !== name) return `it looks renamed to "${now}" (same URI ${JSON.stringify(previous.uri)}); update this upstream`;
+    }
+    const produced = [...assets.values()].filter((a) => a.producer === name).map((a) => a.name);
+    if (produced.length) return `"${name}" is a contract; read one of its datasets: ${produced.map((p) => `"${p}"`).join(", ")}`;
+    const guess = suggest(name, assets.keys());
+    return guess ? `did you mean "${guess}"?` : undefined;
+  };
+}

@@ -1,0 +1,31 @@
+import { ConsistentExternalAssetRule } from "./ConsistentExternalAssetRule.js";
+import { ExistingProducerFileRule } from "./ExistingProducerFileRule.js";
+import { KnownOverrideTargetRule } from "./KnownOverrideTargetRule.js";
+import { KnownProducerFamilyRule } from "./KnownProducerFamilyRule.js";
+import { KnownScheduleRefRule } from "./KnownScheduleRefRule.js";
+import { KnownUpstreamRule } from "./KnownUpstreamRule.js";
+import { LiveUpstreamRule } from "./LiveUpstreamRule.js";
+import { MatchingSchemaVersionRule } from "./MatchingSchemaVersionRule.js";
+import type { LinkRule } from "./rule.js";
+import { UniqueAssetNameRule } from "./UniqueAssetNameRule.js";
+import { UniqueAssetUriRule } from "./UniqueAssetUriRule.js";
+import { UniqueConfigKeyRule } from "./UniqueConfigKeyRule.js";
+import { UniqueContractIdRule } from "./UniqueContractIdRule.js";
+import { ValidUriTemplateRule } from "./ValidUriTemplateRule.js";
+
+/** Every cross-document rule, in the order they run (order does not change the sorted report). */
+export const LINK_RULES: readonly LinkRule[] = [
+  UniqueConfigKeyRule,
+  ValidUriTemplateRule,
+  UniqueContractIdRule,
+  UniqueAssetNameRule,
+  UniqueAssetUriRule,
+  ConsistentExternalAssetRule,
+  KnownProducerFamilyRule,
+  ExistingProducerFileRule,
+  KnownScheduleRefRule,
+  KnownUpstreamRule,
+  LiveUpstreamRule,
+  MatchingSchemaVersionRule,
+  KnownOverrideTargetRule,
+];
