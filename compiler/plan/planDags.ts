@@ -1,5 +1,6 @@
 import type { StageResult } from "../diagnostics/diagnostic.js";
 import type { OrchestrationConfig } from "../link/config.js";
+import { dbtManifestPath, dbtPublishers, resolveDbtProducer } from "../link/dbtProject.js";
 import { DEFAULT_LAYER, type AssetDeclaration, type LinkedContract, type LinkedProject } from "../link/linkProject.js";
 import type { AssetCondition, Contract, Dataset, QualityRule } from "../model/contract.js";
 import { compareStrings } from "../support/compare.js";
@@ -93,11 +94,14 @@ function qualityOf(d: Dataset): Array<Record<string, unknown>> {
   ];
 }
 
+type DbtPublishers = ReturnType<typeof dbtPublishers>;
+
 function runtimeOf(
   c: LinkedContract,
   assets: ReadonlyMap<string, AssetDeclaration>,
   sqlFiles: ReadonlyMap<string, string>,
   config: OrchestrationConfig,
+  dbt: DbtPublishers,
 ): Record<string, unknown> {
   const contract = c.contract;
   const runtime: Record<string, unknown> = {
@@ -123,6 +127,10 @@ function runtimeOf(
       // The shim's argument list and environment come from the orchestration config (DESIGN §3.6).
       const family = config.producers.get(p.family);
       runtime.producer = { ...p, command: [...(family?.command ?? []), ...(p.args ?? [])], env: family?.env ?? {} };
+    } else if (p.type === "dbt") {
+      // What the dbt run builds and where its refs resolve, from the committed dbt manifest (ADR 0012).
+      const resolved = resolveDbtProducer(c, sqlFiles.get(dbtManifestPath(p.project)), dbt.get(p.project) ?? new Map());
+      runtime.producer = { ...p, manifest: resolved.manifest, models: resolved.models, seeds: resolved.seeds, upstream_models: resolved.upstreamModels };
     } else runtime.producer = p;
   } else {
     runtime.producer = { type: "load" };
@@ -146,6 +154,7 @@ function runtimeOf(
  */
 export function planDags(project: LinkedProject): StageResult<DagPlan[]> {
   const plans: DagPlan[] = [];
+  const dbt = dbtPublishers(project.contracts, project.producerFiles);
   for (const c of project.contracts) {
     if (c.status !== "active" && c.status !== "deprecated") continue;
     const contract = c.contract;
@@ -180,7 +189,7 @@ export function planDags(project: LinkedProject): StageResult<DagPlan[]> {
         { task_id: "publish", inlets: [], outlets, upstream_task_ids: ["audit"] },
       ],
       default_args: defaultArgs,
-      runtime: runtimeOf(c, project.assets, project.producerFiles, project.config),
+      runtime: runtimeOf(c, project.assets, project.producerFiles, project.config, dbt),
     });
   }
   // Sort for determinism.

@@ -394,6 +394,8 @@ def invoke(
         # The subprocess must not inherit Airflow's virtualenv as its Python.
         child_env.pop("PYTHONPATH", None)
         child_env.pop("VIRTUAL_ENV", None)
+        # dbt-ol starts "dbt" from PATH: the one beside it
+        child_env["PATH"] = os.pathsep.join([str(Path(executable).parent), child_env.get("PATH", "")])
         if lineage:
             child_env.update(lineage_env(lineage_parent))
             child_env.setdefault("OPENLINEAGE_DBT_LOGGING", "WARNING")

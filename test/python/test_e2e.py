@@ -8,8 +8,8 @@ Setup (once per module):
 - Environment of every Airflow process: ``AIRFLOW__CORE__DAGS_FOLDER=<project>/generated/dags``,
   ``CONTRACT_ASSETS_WAREHOUSE`` = a DuckDB file in the home (no ``warehouse`` connection is
   defined, so the embedded default is used), ``PYTHONPATH=<project>/orchestration/jobs`` for
-  the python producer, ``PATH`` starting with the venv and ``test/python/shims`` (the
-  ``dbt-warehouse-shim`` stand-in for the ``dbt`` command family), and the OpenLineage file
+  the python producer, ``PATH`` starting with the venv, ``CONTRACT_ASSETS_DBT_BIN`` = the
+  repository's ``.venv-dbt/bin`` (real dbt for the four dbt contracts), and the OpenLineage file
   transport into the home (``lineage.jsonl``). The Airflow OpenLineage provider is installed
   (from the lock) and writes its DAG-run and task events to the same file.
 
@@ -18,8 +18,9 @@ manifest's edges) with ``DAG.test()`` in one process, the call ``airflow dags te
 Seeded run: a copy of the project gets a failing ``error`` rule (billing.invoices_raw,
 ``block_publish``; its tasks have ``retries: 2`` from the config defaults), a failing
 ``warning`` rule (crm.accounts_raw) and a failing ``error`` rule under ``quarantine``
-(revrec.monthly); finance.fiscal_calendar gets ``retries: 1`` with a 1 s delay and a shim that
-fails its first call (a transient, retryable failure). The copy is recompiled with the CLI and
+(revrec.monthly); finance.fiscal_calendar (a dbt model) gets ``retries: 1`` with a 1 s delay and
+a dbt stand-in (``test/python/shims/dbt-fail-once``) whose first call fails without results (a
+transient, retryable failure) before it hands over to the real dbt. The copy is recompiled with the CLI and
 run on a copy of the main run's warehouse; the blocked DAG goes through the real ``airflow dags
 test`` command.
 
@@ -49,7 +50,8 @@ from lineage_testkit import check_run_cycle, read_events, requires_spec, validat
 
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
-SHIMS = Path(__file__).resolve().parent / "shims"
+DBT_BIN = REPO / ".venv-dbt" / "bin"
+DBT_FAIL_ONCE_BIN = Path(__file__).resolve().parent / "shims" / "dbt-fail-once"
 LOCALRUN = REPO / "scripts" / "localrun.py"
 LOGICAL_DATE = "2026-04-15T00:00:00+00:00"
 TIMEOUT = 900
@@ -84,7 +86,8 @@ def airflow_env(home: Path, project: Path, **extra: str) -> dict[str, str]:
         AIRFLOW__CORE__DAGS_FOLDER=str(project / "generated" / "dags"),
         CONTRACT_ASSETS_WAREHOUSE=str(home / "warehouse.duckdb"),
         PYTHONPATH=str(project / "orchestration" / "jobs"),
-        PATH=os.pathsep.join([str(VENV_BIN), str(SHIMS), os.environ.get("PATH", "")]),
+        PATH=os.pathsep.join([str(VENV_BIN), os.environ.get("PATH", "")]),
+        CONTRACT_ASSETS_DBT_BIN=str(DBT_BIN),
         OPENLINEAGE__TRANSPORT__TYPE="file",
         OPENLINEAGE__TRANSPORT__LOG_FILE_PATH=str(home / "lineage.jsonl"),
         OPENLINEAGE__TRANSPORT__APPEND="true",
@@ -232,7 +235,7 @@ RETRY_OVERRIDE = "  - match: {contract: finance.fiscal_calendar}\n    retries: 1
 def seed_project(dest: Path) -> None:
     """Copy the project's inputs to ``dest``, add one failing rule to three contracts and a retry
     to finance.fiscal_calendar."""
-    for part in ("contracts", "sql", "orchestration/airflow", "orchestration/sample_data", "orchestration/jobs"):
+    for part in ("contracts", "sql", "dbt", "orchestration/airflow", "orchestration/sample_data", "orchestration/jobs"):
         shutil.copytree(REPO / part, dest / part, ignore=shutil.ignore_patterns("__pycache__"))
     for rel, rule in SEEDS.items():
         path = dest / rel
@@ -270,7 +273,11 @@ def seeded_run(workdir: Path, template_db: Path, main_run: dict[str, Any]) -> di
         "crm.accounts_raw",
         "finance.fiscal_calendar",
         "revrec.monthly",
-        env={"SHIM_FAIL_ONCE": str(home / "shim-failed-once")},
+        env={
+            "CONTRACT_ASSETS_DBT_BIN": str(DBT_FAIL_ONCE_BIN),
+            "DBT_REAL_BIN": str(DBT_BIN),
+            "DBT_FAIL_ONCE": str(home / "dbt-failed-once"),
+        },
     )
     cli = subprocess.run(
         [str(VENV_BIN / "airflow"), "dags", "test", "billing.invoices_raw", LOGICAL_DATE],
@@ -632,7 +639,7 @@ def test_lineage_of_the_seeded_runs(seeded_run: dict[str, Any], manifest: dict[s
     produce = task_tries(home, "finance.fiscal_calendar")["produce"]
     assert produce["try_number"] == 2 and produce["state"] == "success", produce
     assert [n for n, _ in produce["earlier"]] == [1] and produce["earlier"][0][1] != "success", produce
-    assert (home / "shim-failed-once").exists()
+    assert (home / "dbt-failed-once").exists()
     provider_produce = [
         e["eventType"]
         for e in events

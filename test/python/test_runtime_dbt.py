@@ -5,16 +5,14 @@ run (also with the lineage backend down)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 from contract_runtime import stages
-from contract_runtime.sqlutil import TableRef
 from contract_runtime.tables import dbt_staging_schema
 from contract_runtime.warehouse import DuckDBWarehouse, Warehouse
-from dbt_support import dbt_dag, model, project_root, seed_raw, write_manifest
+from dbt_support import dbt_dag, project_root, seed_raw, write_manifest
 from lineage_testkit import read_events, use_file_transport
 from runtime_support import run_identity
 
@@ -55,49 +53,48 @@ def schemas(env: dict[str, Any]) -> set[str]:
     return {r[0] for r in rows(env, "select schema_name from information_schema.schemata")}
 
 
-def test_publishes_the_model_with_its_dbt_tests_in_the_verdict(env: dict[str, Any]) -> None:
+def test_dbt_tests_gate_the_publish(env: dict[str, Any]) -> None:
+    """Passed: published with the dbt tests in the verdict and the Asset event; then a failing
+    error test blocks and leaves the published table untouched; then a warn test degrades."""
     manifest = write_manifest(env["root"], [dbt_dag(INVOICES_CURATED)])
-    summary, outputs = wap(env, manifest, INVOICES_CURATED)
+    summary, outputs = wap(env, manifest, INVOICES_CURATED, "manual__good")
     assert summary["status"] == "passed"
     (dataset,) = summary["datasets"]
     names = [r["name"] for r in dataset["results"]]
     # the model's dbt tests (generic and singular) come first, then the contract's own rules
-    assert {"unique_invoices_curated_invoice_id", "not_null_invoices_curated_invoice_id",
-            "invoice_gross_covers_net", "invoice_has_lines"} <= set(names[:5])
-    assert "no_void_invoices" in names
+    assert set(names[:5]) == {
+        "unique_invoices_curated_invoice_id",
+        "not_null_invoices_curated_invoice_id",
+        "accepted_values_invoices_curated_status__open__paid",
+        "invoice_gross_covers_net",
+        "invoice_has_lines",
+    }
+    assert "no_void_invoices" in names[5:]
     assert dataset["dbt_tests"] == {"total": 5, "passed": 5, "failed": 0, "warned": 0}
     (out,) = outputs
     assert out["table"] == "finance.invoices_curated" and out["row_count"] == 3
     assert stages.asset_event_extra(out, dbt_dag(INVOICES_CURATED))["dbt_tests"]["passed"] == 5
-    assert rows(env, "select invoice_id, amount_gross from finance.invoices_curated order by 1") == [
-        ("i1", pytest.approx(119)), ("i2", pytest.approx(59.5)), ("i3", pytest.approx(80))
-    ]
+    published = rows(env, "select invoice_id, amount_gross from finance.invoices_curated order by 1")
+    assert [(i, float(a)) for i, a in published] == [("i1", 119.0), ("i2", 59.5), ("i3", 80.0)]
     # nothing of the run is left behind: the dbt staging schema is gone
     assert not [s for s in schemas(env) if s.startswith("_ca_dbt__")]
 
-
-def test_a_failing_error_test_blocks_and_leaves_the_published_table_untouched(env: dict[str, Any]) -> None:
-    manifest = write_manifest(env["root"], [dbt_dag(INVOICES_CURATED)])
-    wap(env, manifest, INVOICES_CURATED, "manual__good")
-    before = rows(env, "select * from finance.invoices_curated order by invoice_id")
-    # a second header row for i1 with another status: the model yields i1 twice, so unique fails
+    # a second header row for i1 with another status: the model yields i1 twice, unique fails
     with DuckDBWarehouse(env["path"]) as wh:
         wh.execute("insert into billing.invoices_raw values ('i1', 'a1', 'c1', date '2026-01-05', date '2026-02-04', 'EUR', 'paid', now())")
     summary, error = wap(env, manifest, INVOICES_CURATED, "manual__dup")
     assert isinstance(error, stages.QualityGateFailed)
     assert summary["status"] == "blocked"
-    failed = summary["datasets"][0]["failed_errors"]
-    assert "unique_invoices_curated_invoice_id" in failed
+    assert "unique_invoices_curated_invoice_id" in summary["datasets"][0]["failed_errors"]
     assert "unique_invoices_curated_invoice_id (actual 1, mustBe 0)" in str(error)
-    assert rows(env, "select * from finance.invoices_curated order by invoice_id") == before
+    assert rows(env, "select invoice_id, amount_gross from finance.invoices_curated order by 1") == published
     assert dbt_staging_schema(INVOICES_CURATED, run_identity(run_id="manual__dup").run_hash) not in schemas(env)
 
-
-def test_a_failing_warn_test_publishes_degraded(env: dict[str, Any]) -> None:
-    manifest = write_manifest(env["root"], [dbt_dag(INVOICES_CURATED)])
-    with DuckDBWarehouse(env["path"]) as wh:  # i5 has no lines: the warn test invoice_has_lines fails
+    # i5 has no lines: the warn test invoice_has_lines fails, the model is published degraded
+    with DuckDBWarehouse(env["path"]) as wh:
+        wh.execute("delete from billing.invoices_raw where invoice_id = 'i1' and status = 'paid'")
         wh.execute("insert into billing.invoices_raw values ('i5', 'a1', 'c1', date '2026-03-01', date '2026-03-31', 'EUR', 'open', now())")
-    summary, outputs = wap(env, manifest, INVOICES_CURATED)
+    summary, outputs = wap(env, manifest, INVOICES_CURATED, "manual__warn")
     assert summary["status"] == "degraded"
     assert summary["datasets"][0]["dbt_tests"] == {"total": 5, "passed": 4, "failed": 0, "warned": 1}
     (out,) = outputs
@@ -117,32 +114,33 @@ def test_a_broken_model_fails_produce_with_dbts_message_and_the_model_path(env: 
 
 
 def test_refs_to_upstream_models_read_their_published_tables(env: dict[str, Any]) -> None:
-    dags = [dbt_dag(INVOICES_CURATED), dbt_dag("finance.contracts_curated")]
-    billings = dbt_dag(
-        "finance.billings_by_contract",
-        upstream_models={
-            "model.finance_models.invoices_curated": {"schema": "finance", "name": "invoices_curated"},
-            "model.finance_models.contracts_curated": {"schema": "finance", "name": "contracts_curated"},
-        },
-    )
-    manifest = write_manifest(env["root"], [*dags, billings])
+    """billings_by_contract refs invoices_curated and contracts_curated: both resolve to the
+    published tables (which here differ from what the raw tables would give), not to staging
+    and not to a fresh build."""
+    billings = dbt_dag("finance.billings_by_contract")
+    assert set(billings["runtime"]["producer"]["upstream_models"]) == {
+        "model.finance_models.invoices_curated",
+        "model.finance_models.contracts_curated",
+    }
+    manifest = write_manifest(env["root"], [billings])
     with DuckDBWarehouse(env["path"]) as wh:
-        wh.execute("create schema crm")
-        wh.execute("create table crm.contracts_raw (contract_id varchar, account_id varchar, start_date date, end_date date, total_contract_value decimal(18,2), currency varchar, billing_frequency varchar, status varchar, updated_at timestamp)")
-        wh.execute("insert into crm.contracts_raw values ('c1', 'a1', date '2026-01-01', date '2026-12-31', 1200, 'EUR', 'monthly', 'active', now()), ('c2', 'a2', date '2026-01-01', date '2026-06-30', 600, 'USD', 'monthly', 'active', now())")
-        wh.execute("create table crm.accounts_raw (account_id varchar, account_name varchar, segment varchar)")
-        wh.execute("insert into crm.accounts_raw values ('a1', 'Acme', 'smb'), ('a2', 'Globex', 'enterprise')")
-    wap(env, manifest, INVOICES_CURATED)
-    wap(env, manifest, "finance.contracts_curated")
-    # the published invoices differ from what the raw tables would give: only the published count
-    with DuckDBWarehouse(env["path"]) as wh:
-        wh.execute("delete from finance.invoices_curated where invoice_id = 'i1'")
-    summary, outputs = wap(env, manifest, "finance.billings_by_contract")
+        wh.execute("create schema finance")
+        wh.execute(
+            "create table finance.invoices_curated as select 'i9' as invoice_id, 'a1' as account_id, 'c1' as contract_id, "
+            "date '2026-02-05' as invoice_date, date '2026-03-05' as due_date, 'EUR' as currency, 'open' as status, "
+            "1 as line_count, cast(45 as decimal(18,2)) as amount_net, cast(0 as decimal(18,2)) as amount_tax, "
+            "cast(45 as decimal(18,2)) as amount_gross"
+        )
+        wh.execute(
+            "create table finance.contracts_curated as select 'c1' as contract_id, 'a1' as account_id, 'Acme' as account_name, "
+            "'smb' as segment, 'active' as contract_status, date '2026-01-01' as start_date, date '2026-12-31' as end_date, "
+            "12 as service_months, 'EUR' as currency, cast(1200 as decimal(18,2)) as total_contract_value, "
+            "cast(1200 as decimal(18,2)) as total_contract_value_eur, 'monthly' as billing_frequency"
+        )
+    summary, _outputs = wap(env, manifest, "finance.billings_by_contract")
     assert summary["status"] == "passed", summary
     months = rows(env, "select contract_id, billing_month, net_billed_amount from finance.billings_by_contract order by 1, 2")
-    assert [(c, str(m), float(a)) for c, m, a in months] == [
-        ("c1", "2026-02-01", 45.0), ("c2", "2026-02-01", 80.0)
-    ]
+    assert [(c, str(m), float(a)) for c, m, a in months] == [("c1", "2026-02-01", 45.0)]
     # the relationships test ran against staging (child) and the published contracts (parent)
     results = {r["name"]: r for r in summary["datasets"][0]["results"]}
     assert results["relationships_billings_by_contract_contract_id__contract_id__ref_contracts_curated_"]["success"]
@@ -155,7 +153,7 @@ def test_dbt_ol_events_nest_under_the_contract_run(env: dict[str, Any], tmp_path
     use_file_transport(monkeypatch, events_file)
     manifest = write_manifest(env["root"], [dbt_dag(INVOICES_CURATED)])
     run = run_identity(dag_id=INVOICES_CURATED, run_id="manual__lineage")
-    summary, outputs = wap(env, manifest, INVOICES_CURATED, "manual__lineage")
+    summary, _outputs = wap(env, manifest, INVOICES_CURATED, "manual__lineage")
     assert summary["status"] == "passed"
     events = read_events(events_file)
     ours = [e for e in events if e["job"]["namespace"] == "acme.finance"]

@@ -27,14 +27,19 @@ from contract_runtime.lineage.events import (
     assertions_event,
     complete_event,
     fail_event,
+    job_name,
+    job_namespace,
     start_event,
 )
 from contract_runtime.lineage.identity import (
     duckdb_warehouse_namespace,
     sql_warehouse_namespace,
 )
-from contract_runtime.lineage.events import job_name, job_namespace
-from contract_runtime.lineage.runid import RunIdentityLike, dag_run_id, provider_namespace
+from contract_runtime.lineage.runid import (
+    RunIdentityLike,
+    dag_run_id,
+    provider_namespace,
+)
 from contract_runtime.lineage.transport import lineage_disabled, log, one_line, send
 
 __all__ = [
