@@ -367,6 +367,8 @@ export const Diagnostics = {
     "error",
     (a) => `cannot read the previous manifest ${JSON.stringify(a.path)}: ${a.detail}`,
   ),
+  BreakingWithoutMajorVersion: entry<{ message: string }>("CA7701", "error", (a) => a.message),
+  AdditiveWithoutMinorVersion: entry<{ message: string }>("CA7702", "warning", (a) => a.message),
 
   // 9: write
   CheckDrift: entry<{ path: string; change: string }>(

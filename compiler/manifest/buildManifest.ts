@@ -4,6 +4,7 @@ import type { LinkedProject } from "../link/linkProject.js";
 import { qualityNames, type DagPlan } from "../plan/planDags.js";
 import { canonicalJson } from "../support/canonical-json.js";
 import { compareStrings } from "../support/compare.js";
+import { normaliseUri } from "../support/uri.js";
 import { COMPILER_NAME, COMPILER_VERSION } from "../version.js";
 
 /**
@@ -15,6 +16,12 @@ export const MANIFEST_VERSION = 1;
 export interface ManifestAsset {
   name: string;
   uri: string;
+  /**
+   * The URI Airflow stores for this Asset (its `_sanitize_uri` and the scheme's provider
+   * normaliser, as `normaliseUri` mirrors them), present only when it differs from `uri`: e.g. the
+   * postgres default port made explicit. Lineage and the Airflow API show this spelling.
+   */
+  airflow_uri?: string;
   group: string;
   extra: Record<string, unknown>;
   external: boolean;
@@ -58,6 +65,7 @@ export function buildManifest(project: LinkedProject, graph: AssetGraph, dags: D
     assets.push({
       name: a.name,
       uri: a.uri,
+      ...(normaliseUri(a.uri) !== a.uri ? { airflow_uri: normaliseUri(a.uri) } : {}),
       group: a.group,
       extra: a.extra,
       external: a.external,
