@@ -146,3 +146,21 @@ def dbt_dag(dag_id: str, **producer: Any) -> dict[str, Any]:
     runtime["producer"] = current
     runtime["warehouse_conn_id"] = "warehouse"
     return dag
+
+
+def wap(opener: Any, manifest: str, contract_id: str, run_id: str) -> tuple[dict[str, Any], Any]:
+    """produce, audit and (when the gate lets it) publish one contract's run.
+
+    :returns: ``(audit summary, publish outputs)``, or ``(the blocked summary, the
+        QualityGateFailed)`` when the gate stops the run.
+    """
+    from contract_runtime import stages
+    from runtime_support import run_identity
+
+    run = run_identity(dag_id=contract_id, run_id=run_id)
+    stages.produce(manifest, contract_id, run, opener=opener)
+    try:
+        summary = stages.audit(manifest, contract_id, run, opener=opener)
+    except stages.QualityGateFailed as exc:
+        return exc.summary, exc
+    return summary, stages.publish(manifest, contract_id, run, summary, opener=opener)

@@ -12,7 +12,7 @@ import pytest
 from contract_runtime import stages
 from contract_runtime.tables import dbt_staging_schema
 from contract_runtime.warehouse import DuckDBWarehouse, Warehouse
-from dbt_support import dbt_dag, project_root, seed_raw, write_manifest
+from dbt_support import dbt_dag, project_root, seed_raw, wap, write_manifest
 from lineage_testkit import read_events, use_file_transport
 from runtime_support import run_identity
 
@@ -33,17 +33,6 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     return {"root": root, "path": path, "opener": opener}
 
 
-def wap(env: dict[str, Any], manifest: str, contract_id: str, run_id: str = "manual__1") -> tuple[dict[str, Any], Any]:
-    """produce, audit and (when the gate lets it) publish; returns (audit summary, outputs or the gate's error)."""
-    run = run_identity(dag_id=contract_id, run_id=run_id)
-    stages.produce(manifest, contract_id, run, opener=env["opener"])
-    try:
-        summary = stages.audit(manifest, contract_id, run, opener=env["opener"])
-    except stages.QualityGateFailed as exc:
-        return exc.summary, exc
-    return summary, stages.publish(manifest, contract_id, run, summary, opener=env["opener"])
-
-
 def rows(env: dict[str, Any], sql: str) -> list[tuple[Any, ...]]:
     with DuckDBWarehouse(env["path"]) as wh:
         return wh.fetch(sql)
@@ -57,7 +46,7 @@ def test_dbt_tests_gate_the_publish(env: dict[str, Any]) -> None:
     """Passed: published with the dbt tests in the verdict and the Asset event; then a failing
     error test blocks and leaves the published table untouched; then a warn test degrades."""
     manifest = write_manifest(env["root"], [dbt_dag(INVOICES_CURATED)])
-    summary, outputs = wap(env, manifest, INVOICES_CURATED, "manual__good")
+    summary, outputs = wap(env["opener"], manifest, INVOICES_CURATED, "manual__good")
     assert summary["status"] == "passed"
     (dataset,) = summary["datasets"]
     names = [r["name"] for r in dataset["results"]]
@@ -82,7 +71,7 @@ def test_dbt_tests_gate_the_publish(env: dict[str, Any]) -> None:
     # a second header row for i1 with another status: the model yields i1 twice, unique fails
     with DuckDBWarehouse(env["path"]) as wh:
         wh.execute("insert into billing.invoices_raw values ('i1', 'a1', 'c1', date '2026-01-05', date '2026-02-04', 'EUR', 'paid', now())")
-    summary, error = wap(env, manifest, INVOICES_CURATED, "manual__dup")
+    summary, error = wap(env["opener"], manifest, INVOICES_CURATED, "manual__dup")
     assert isinstance(error, stages.QualityGateFailed)
     assert summary["status"] == "blocked"
     assert "unique_invoices_curated_invoice_id" in summary["datasets"][0]["failed_errors"]
@@ -94,7 +83,7 @@ def test_dbt_tests_gate_the_publish(env: dict[str, Any]) -> None:
     with DuckDBWarehouse(env["path"]) as wh:
         wh.execute("delete from billing.invoices_raw where invoice_id = 'i1' and status = 'paid'")
         wh.execute("insert into billing.invoices_raw values ('i5', 'a1', 'c1', date '2026-03-01', date '2026-03-31', 'EUR', 'open', now())")
-    summary, outputs = wap(env, manifest, INVOICES_CURATED, "manual__warn")
+    summary, outputs = wap(env["opener"], manifest, INVOICES_CURATED, "manual__warn")
     assert summary["status"] == "degraded"
     assert summary["datasets"][0]["dbt_tests"] == {"total": 5, "passed": 4, "failed": 0, "warned": 1}
     (out,) = outputs
@@ -137,7 +126,7 @@ def test_refs_to_upstream_models_read_their_published_tables(env: dict[str, Any]
             "12 as service_months, 'EUR' as currency, cast(1200 as decimal(18,2)) as total_contract_value, "
             "cast(1200 as decimal(18,2)) as total_contract_value_eur, 'monthly' as billing_frequency"
         )
-    summary, _outputs = wap(env, manifest, "finance.billings_by_contract")
+    summary, _outputs = wap(env["opener"], manifest, "finance.billings_by_contract", "manual__1")
     assert summary["status"] == "passed", summary
     months = rows(env, "select contract_id, billing_month, net_billed_amount from finance.billings_by_contract order by 1, 2")
     assert [(c, str(m), float(a)) for c, m, a in months] == [("c1", "2026-02-01", 45.0)]
@@ -153,7 +142,7 @@ def test_dbt_ol_events_nest_under_the_contract_run(env: dict[str, Any], tmp_path
     use_file_transport(monkeypatch, events_file)
     manifest = write_manifest(env["root"], [dbt_dag(INVOICES_CURATED)])
     run = run_identity(dag_id=INVOICES_CURATED, run_id="manual__lineage")
-    summary, _outputs = wap(env, manifest, INVOICES_CURATED, "manual__lineage")
+    summary, _outputs = wap(env["opener"], manifest, INVOICES_CURATED, "manual__lineage")
     assert summary["status"] == "passed"
     events = read_events(events_file)
     ours = [e for e in events if e["job"]["namespace"] == "acme.finance"]
@@ -186,5 +175,5 @@ def test_a_lineage_outage_changes_no_outcome(env: dict[str, Any], monkeypatch: p
         monkeypatch.delenv(key)
     monkeypatch.setenv("OPENLINEAGE_URL", f"http://127.0.0.1:{port}")
     manifest = write_manifest(env["root"], [dbt_dag(INVOICES_CURATED)])
-    summary, outputs = wap(env, manifest, INVOICES_CURATED)
+    summary, outputs = wap(env["opener"], manifest, INVOICES_CURATED, "manual__1")
     assert summary["status"] == "passed" and outputs[0]["row_count"] == 3

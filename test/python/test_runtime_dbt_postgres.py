@@ -15,7 +15,7 @@ from contract_runtime import stages
 from contract_runtime.dbtrun import PASSWORD_VARIABLE, profile_target
 from contract_runtime.sqlutil import quote_ident
 from contract_runtime.warehouse import Warehouse, open_warehouse
-from dbt_support import dbt_dag, project_root, seed_raw, write_manifest
+from dbt_support import dbt_dag, project_root, seed_raw, wap, write_manifest
 from runtime_support import run_identity
 from test_runtime_postgres import pg_server  # noqa: F401 - the shared server fixture
 
@@ -47,16 +47,6 @@ def dag() -> dict[str, Any]:
     return entry
 
 
-def wap(env: dict[str, Any], manifest: str, run_id: str) -> tuple[dict[str, Any], Any]:
-    run = run_identity(dag_id=INVOICES_CURATED, run_id=run_id)
-    stages.produce(manifest, INVOICES_CURATED, run, opener=env["opener"])
-    try:
-        summary = stages.audit(manifest, INVOICES_CURATED, run, opener=env["opener"])
-    except stages.QualityGateFailed as exc:
-        return exc.summary, exc
-    return summary, stages.publish(manifest, INVOICES_CURATED, run, summary, opener=env["opener"])
-
-
 def fetch(sql: str) -> list[tuple[Any, ...]]:
     with open_warehouse(CONN_ID) as wh:
         return wh.fetch(sql)
@@ -73,7 +63,7 @@ def test_profile_comes_from_the_connection_without_the_password(env: dict[str, A
 
 def test_write_audit_publish_on_postgres(env: dict[str, Any]) -> None:
     manifest = write_manifest(env["root"], [dag()])
-    summary, outputs = wap(env, manifest, "manual__pg1")
+    summary, outputs = wap(env["opener"], manifest, INVOICES_CURATED, "manual__pg1")
     assert summary["status"] == "passed", summary
     assert summary["datasets"][0]["dbt_tests"] == {"total": 5, "passed": 5, "failed": 0, "warned": 0}
     assert outputs[0]["row_count"] == 3
@@ -83,7 +73,7 @@ def test_write_audit_publish_on_postgres(env: dict[str, Any]) -> None:
     # an error test fails: blocked, the published table is what it was, staging is gone
     with open_warehouse(CONN_ID) as wh:
         wh.execute("insert into billing.invoices_raw values ('i1', 'a1', 'c1', '2026-01-05', '2026-02-04', 'EUR', 'paid', now())")
-    summary, error = wap(env, manifest, "manual__pg2")
+    summary, error = wap(env["opener"], manifest, INVOICES_CURATED, "manual__pg2")
     assert isinstance(error, stages.QualityGateFailed) and summary["status"] == "blocked"
     assert "unique_invoices_curated_invoice_id" in summary["datasets"][0]["failed_errors"]
     assert fetch("select invoice_id, amount_gross from finance.invoices_curated order by 1") == published
@@ -93,7 +83,7 @@ def test_write_audit_publish_on_postgres(env: dict[str, Any]) -> None:
     with open_warehouse(CONN_ID) as wh:
         wh.execute("delete from billing.invoices_raw where invoice_id = 'i1' and status = 'paid'")
         wh.execute("insert into billing.invoices_raw values ('i5', 'a1', 'c1', '2026-03-01', '2026-03-31', 'EUR', 'open', now())")
-    summary, outputs = wap(env, manifest, "manual__pg3")
+    summary, outputs = wap(env["opener"], manifest, INVOICES_CURATED, "manual__pg3")
     assert summary["status"] == "degraded"
     assert outputs[0]["quality_status"] == "degraded" and "invoice_has_lines" in outputs[0]["failed_rules"]
     assert fetch("select count(*) from finance.invoices_curated") == [(4,)]

@@ -1,17 +1,6 @@
 -- Net billings per contract and calendar month: invoices less credit notes, each document
 -- converted to EUR at the reference rate in force on its own date.
-with fx_validity as (
-    select
-        quote_currency,
-        rate,
-        rate_date as valid_from,
-        lead(rate_date, 1, cast('9999-12-31' as date)) over (
-            partition by quote_currency order by rate_date
-        ) as valid_to
-    from {{ source('fx', 'rates_daily') }}
-    where base_currency = 'EUR'
-),
-documents as (
+with documents as (
     select
         i.contract_id,
         i.invoice_date as document_date,
@@ -42,7 +31,7 @@ converted as (
             else (d.invoiced_amount - d.credited_amount) / r.rate
         end as net_amount_eur
     from documents as d
-    left join fx_validity as r
+    left join {{ ref('fx_rate_validity') }} as r
         on r.quote_currency = d.currency
         and d.document_date >= r.valid_from
         and d.document_date < r.valid_to

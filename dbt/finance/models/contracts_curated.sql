@@ -1,16 +1,5 @@
 -- Contracts with their account, service months and the contract value in EUR at the
 -- reference rate in force on the start date (the latest rate published on or before it).
-with fx_validity as (
-    select
-        quote_currency,
-        rate,
-        rate_date as valid_from,
-        lead(rate_date, 1, cast('9999-12-31' as date)) over (
-            partition by quote_currency order by rate_date
-        ) as valid_to
-    from {{ source('fx', 'rates_daily') }}
-    where base_currency = 'EUR'
-)
 select
     c.contract_id,
     c.account_id,
@@ -33,7 +22,7 @@ select
 from {{ source('crm', 'contracts_raw') }} as c
 left join {{ source('crm', 'accounts_raw') }} as a
     on a.account_id = c.account_id
-left join fx_validity as r
+left join {{ ref('fx_rate_validity') }} as r
     on r.quote_currency = c.currency
     and c.start_date >= r.valid_from
     and c.start_date < r.valid_to
