@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from contract_runtime import stages
+from contract_runtime.lineage.facets import PRODUCER
 from contract_runtime.tables import dbt_staging_schema
 from contract_runtime.warehouse import DuckDBWarehouse, Warehouse
 from dbt_support import dbt_dag, project_root, seed_raw, wap, write_manifest
@@ -145,16 +146,23 @@ def test_dbt_ol_events_nest_under_the_contract_run(env: dict[str, Any], tmp_path
     summary, _outputs = wap(env["opener"], manifest, INVOICES_CURATED, "manual__lineage")
     assert summary["status"] == "passed"
     events = read_events(events_file)
-    ours = [e for e in events if e["job"]["namespace"] == "acme.finance"]
-    dbt_events = [e for e in events if e["job"]["namespace"] != "acme.finance"]
+    ours = [e for e in events if e["producer"] == PRODUCER]
+    dbt_events = [e for e in events if "/integration/dbt" in e["producer"]]
     run_id = dag_run_id(run)
     assert {e["eventType"] for e in ours} >= {"START", "OTHER", "COMPLETE"}
     assert all(e["run"]["runId"] == run_id for e in ours)
-    # dbt-ol's wrapping job and its model job are children of the contract run
-    parents = [e["run"]["facets"].get("parent") for e in dbt_events]
-    assert dbt_events and all(p is not None for p in parents)
-    nested = [p for p in parents if p["run"]["runId"] == run_id]
-    assert nested and all(p["job"] == {"namespace": "acme.finance", "name": INVOICES_CURATED} for p in nested)
+    # dbt-ol's wrapping jobs (dbt run, dbt test) are children of the contract run; their model
+    # and test jobs are children of those; every one has the contract run's root
+    parents = [e["run"]["facets"]["parent"] for e in dbt_events]
+    wrappers = [e for e in dbt_events if e["job"]["name"].startswith("dbt-")]
+    assert {e["job"]["name"] for e in wrappers} == {"dbt-run-finance_models", "dbt-test-finance_models"}
+    for wrapper in wrappers:
+        parent = wrapper["run"]["facets"]["parent"]
+        assert parent["run"]["runId"] == run_id
+        assert parent["job"] == {"namespace": "acme.finance", "name": INVOICES_CURATED}
+    wrapper_ids = {e["run"]["runId"] for e in wrappers}
+    nodes = [e for e in dbt_events if e not in wrappers]
+    assert nodes and all(e["run"]["facets"]["parent"]["run"]["runId"] in wrapper_ids for e in nodes)
     assert all(p["root"]["run"]["runId"] == run_id for p in parents)
     # every dbt test result is an assertion of the OTHER event, with name, column, success, severity
     (other,) = [e for e in ours if e["eventType"] == "OTHER"]

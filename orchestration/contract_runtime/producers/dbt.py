@@ -243,7 +243,8 @@ def audit_tests(
     to the published table), never another model's test. dbt runs once; a failing test is not
     retried (the audit fails the task without retry when a blocking test failed).
 
-    :returns: ``(results, summary)``: dataset name -> its test results (:func:`test_result`), and
+    :returns: ``(results, summary)``: dataset name -> its test results (:func:`test_result`, by
+        test name), and
         dataset name -> ``{"total", "passed", "failed", "warned"}``.
     :raises DbtTestError: When a test errored (the message names it and its file).
     :raises ProducerError: When dbt cannot be run here. ``DbtFailed`` (retryable) when dbt failed
@@ -294,4 +295,7 @@ def audit_tests(
             result.failures,
             result.path,
         )
+    for entries in results.values():
+        # Sort for determinism: dbt's execution order depends on its scheduling, the name does not.
+        entries.sort(key=lambda r: str(r["name"]))
     return results, summary
