@@ -134,7 +134,7 @@ def emit_fail(
     _emit("FAIL", dag, lambda: fail_event(manifest, dag, run, error, task_id), run)
 
 
-def child_parent(manifest: dict, dag: dict, run: RunIdentityLike) -> dict[str, str] | None:
+def child_parent(manifest: dict[str, Any], dag: dict[str, Any], run: RunIdentityLike) -> dict[str, str] | None:
     """The contract run as the parent of another integration's events (dbt-ol), or None when
     lineage is switched off.
 
