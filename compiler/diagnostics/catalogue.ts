@@ -220,6 +220,12 @@ export const Diagnostics = {
     "error",
     (a) => `${q(a.field)} nests ${a.depth} levels deep; generated Python allows at most ${a.limit}`,
   ),
+  ExtractShape: entry<{ problem: string }>("CA3301", "error", (a) => `mode "extract" ${a.problem}`),
+  LoadShape: entry<{ field: string }>(
+    "CA3302",
+    "error",
+    (a) => `${q(a.field)} is for mode "extract"; a mode "load" contract reads source.uri`,
+  ),
   ManualWithSchedule: entry(
     "CA3039",
     "error",
@@ -229,6 +235,17 @@ export const Diagnostics = {
     "CA3101",
     "error",
     (a) => `the producer type ${q(a.type)} has no runtime in contract_runtime; use one of ${a.implemented}`,
+  ),
+
+  QualitySqlUnknownPlaceholder: entry<{ placeholder: string }>(
+    "CA3801",
+    "error",
+    (a) => `the quality query holds ${q(a.placeholder)}, which is not a placeholder: only "{dataset}" is replaced, anything else reaches the database as written`,
+  ),
+  TemplateInLineageText: entry<{ field: string; placeholder: string }>(
+    "CA3802",
+    "error",
+    (a) => `${a.field} holds the unresolved template placeholder ${q(a.placeholder)}; it reaches Airflow and lineage as written`,
   ),
 
   // 4: link

@@ -1,7 +1,9 @@
 import { CredentialInTextRule } from "./CredentialInTextRule.js";
 import { DagTagRule } from "./DagTagRule.js";
 import { IdDomainRule } from "./IdDomainRule.js";
+import { KnownPlaceholderRule } from "./KnownPlaceholderRule.js";
 import { ImplementedProducerRule } from "./ImplementedProducerRule.js";
+import { IngestionModeShapeRule } from "./IngestionModeShapeRule.js";
 import { NestingDepthRule } from "./NestingDepthRule.js";
 import { PiiLegalBasisRule } from "./PiiLegalBasisRule.js";
 import { ProjectPathRule } from "./ProjectPathRule.js";
@@ -9,6 +11,7 @@ import { QualityRuleShapeRule } from "./QualityRuleShapeRule.js";
 import { ReservedExtraKeyRule } from "./ReservedExtraKeyRule.js";
 import { ReservedNameRule } from "./ReservedNameRule.js";
 import type { DocumentRule } from "./rule.js";
+import { TemplateFreeTextRule } from "./TemplateFreeTextRule.js";
 import { TriggerShapeRule } from "./TriggerShapeRule.js";
 import { UniqueNamesRule } from "./UniqueNamesRule.js";
 import { ValidDurationRule } from "./ValidDurationRule.js";
@@ -32,4 +35,7 @@ export const DOCUMENT_RULES: readonly DocumentRule[] = [
   CredentialInTextRule,
   NestingDepthRule,
   ImplementedProducerRule,
+  IngestionModeShapeRule,
+  KnownPlaceholderRule,
+  TemplateFreeTextRule,
 ];
