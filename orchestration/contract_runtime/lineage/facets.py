@@ -412,7 +412,8 @@ def assertions_facet(
         actual, success, type}`` each.
     :param rules: The dataset's quality rules from the manifest, to forward a rule's SQL
         (``content``) and ``description`` by name.
-    :returns: The facet. ``assertion`` is the ODCS metric (``nullValues``) or ``sql``;
+    :returns: The facet. ``assertion`` is the ODCS metric (``nullValues``), ``sql``, or for a
+        dbt test (``type: dbt``) the generic test's name (``not_null``) or ``singular``;
         ``expected`` is the operator's value as text and ``params.operator`` the operator
         (``mustBeLessThan``), so the pair reads unambiguously.
     """
@@ -429,7 +430,10 @@ def assertions_facet(
             params["error"] = mask_text(str(result["error"]))
         assertions.append(
             data_quality_assertions_dataset.Assertion(
-                assertion=str(result.get("metric") or result.get("type") or "sql"),
+                # a dbt test names its generic test (not_null, relationships) or "singular"
+                assertion=str(
+                    result.get("metric") or result.get("test") or result.get("type") or "sql"
+                ),
                 success=bool(result["success"]),
                 column=str(result["column"]) if result.get("column") else None,
                 severity=str(result["severity"]) if result.get("severity") else None,
