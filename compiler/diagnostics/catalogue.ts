@@ -412,8 +412,8 @@ export const Diagnostics = {
   ),
   PreflightWarehouseConnectionMissing: entry<{ connId: string }>(
     "CA8805",
-    "warning",
-    (a) => `the warehouse Connection ${q(a.connId)} is not defined: the runtime will use the embedded DuckDB default`,
+    "error",
+    (a) => `the warehouse Connection ${q(a.connId)} is not defined: every task of the contract fails`,
   ),
   PreflightNotRun: entry<{ detail: string }>("CA8806", "error", (a) => `preflight could not run in the runtime's environment: ${a.detail}`),
   PreflightSqlNotParsed: entry<{ detail: string }>("CA8807", "info", (a) => `SQL not parsed: ${a.detail}`),
