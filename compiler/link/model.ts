@@ -29,6 +29,7 @@ export interface ResolvedUpstream {
   asset: string;
   trigger: boolean;
   schemaVersion?: number;
+  require?: "passed";
   location: SourceLocation;
 }
 

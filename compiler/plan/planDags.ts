@@ -113,7 +113,12 @@ function runtimeOf(
       quality: qualityOf(d),
       ...(d.physical ? { physical: d.physical } : {}),
     })),
-    upstreams: c.upstreams.map((u) => ({ asset: u.asset, trigger: u.trigger, ...(u.schemaVersion !== undefined ? { schema_version: u.schemaVersion } : {}) })),
+    upstreams: c.upstreams.map((u) => ({
+      asset: u.asset,
+      trigger: u.trigger,
+      ...(u.schemaVersion !== undefined ? { schema_version: u.schemaVersion } : {}),
+      ...(u.require !== undefined ? { require: u.require } : {}),
+    })),
   };
   if (contract.kind === "TransformContract") {
     // The SQL text travels in the manifest: workers share no project files (DESIGN §5.4).

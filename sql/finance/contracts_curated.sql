@@ -1,5 +1,6 @@
 -- Contracts with their account, service months and the contract value in EUR at the
 -- reference rate in force on the start date (the latest rate published on or before it).
+-- Portable SQL: runs on the embedded DuckDB warehouse and on PostgreSQL alike.
 with fx_validity as (
     select
         quote_currency,
@@ -19,7 +20,11 @@ select
     c.status as contract_status,
     c.start_date,
     c.end_date,
-    cast(date_diff('month', c.start_date, c.end_date) + 1 as integer) as service_months,
+    cast(
+        (extract(year from c.end_date) - extract(year from c.start_date)) * 12
+        + extract(month from c.end_date) - extract(month from c.start_date) + 1
+        as integer
+    ) as service_months,
     c.currency,
     cast(c.total_contract_value as decimal(18, 2)) as total_contract_value,
     cast(
