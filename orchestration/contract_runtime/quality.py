@@ -238,10 +238,11 @@ def evaluate_rule(wh: Warehouse, table: TableRef, rule: Mapping[str, Any]) -> di
     if unit == "percent" and total is not None and actual is not None:
         actual = _number(100.0 * actual / total) if total else 0
     result = {
-        "name": str(rule.get("name") or rule.get("metric") or "sql"),
+        # Name and severity are decided by the compiler (the manifest schema requires both).
+        "name": str(rule["name"]),
         "metric": None if kind == "sql" else rule.get("metric"),
         "column": rule.get("column"),
-        "severity": rule.get("severity", "error"),
+        "severity": rule["severity"],
         "operator": operator,
         "expected": expected,
         "actual": actual,
