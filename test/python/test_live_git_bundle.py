@@ -22,13 +22,7 @@ from typing import Any
 import dagcheck
 import pytest
 from livestack import LiveStack
-
-CONFIG = """apiVersion: contract-assets/v1
-kind: OrchestrationConfig
-uri_template: "x-datalake://{layer}/{domain}/{name}"
-lineage: {namespace: acme}
-defaults: {retries: 0, retry_delay: PT1S, execution_timeout: PT10M, pool: default_pool, warehouse_conn_id: warehouse}
-"""
+from test_live_gating import CONFIG
 
 CONTRACT = """apiVersion: contract-assets/v1
 kind: TransformContract
