@@ -28,7 +28,7 @@ DuckDB, database drivers and the runtime modules are imported inside ``execute``
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from airflow.sdk import BaseOperator
 
@@ -55,7 +55,8 @@ def lineage_on_failure(context: Context) -> None:
         from contract_runtime.run import RunIdentity
         from contract_runtime.stages import lineage_fail
 
-        task = context["task"]
+        # One of this module's operators (the callback is set only on them), with their fields.
+        task: Any = context["task"]
         error = context.get("exception") or getattr(task, "_ca_error", None)
         if error is None:
             error = RuntimeError(f"task {getattr(task, 'task_id', '?')} failed")
@@ -99,7 +100,7 @@ class _ContractOperator(BaseOperator):
         from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
         from contract_runtime.run import RunIdentity
-        from contract_runtime.stages import NonRetryableError, RunSkipped
+        from contract_runtime.stages import RunSkipped, non_retryable_errors
 
         self._ca_error: BaseException | None = None
         run = RunIdentity.from_context(context)
@@ -107,9 +108,13 @@ class _ContractOperator(BaseOperator):
             return self.run_stage(context, run)
         except RunSkipped as exc:
             raise AirflowSkipException(str(exc)) from exc
-        except NonRetryableError as exc:
+        except non_retryable_errors() as exc:
             self._ca_error = exc
-            raise AirflowFailException(str(exc)) from exc
+            message = str(exc)
+            # A task error names the contract (ARCHITECTURE.md, runtime errors).
+            if self.contract_id not in message:
+                message = f"contract {self.contract_id!r}: {message}"
+            raise AirflowFailException(message) from exc
         except BaseException as exc:
             self._ca_error = exc
             raise
@@ -198,7 +203,7 @@ class PublishOperator(_ContractOperator):
             if asset is None:
                 log.warning("publish: %s has no outlet Asset on this task; no event extra set", out["asset"])
                 continue
-            events[asset].extra = stages.asset_event_extra(out, dag, run, manifest)
+            events[asset].extra = stages.asset_event_extra(out, cast("dict[str, Any]", dag), run, cast("dict[str, Any]", manifest))
         return [
             {k: out[k] for k in ("asset", "table", "row_count", "quality_status", "failed_rules")} for out in outputs
         ]

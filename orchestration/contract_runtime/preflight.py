@@ -136,17 +136,17 @@ def check_dag(dag: Mapping[str, Any], check_connections: bool = True) -> Iterato
     if not parse:
         yield _finding(dag, "sql", "info", ["id"], f"SQL is not parsed for a {conn_type!r} warehouse", detail="")
     if parse and producer.get("type") == "sql":
-        problem = parse_sql(str(producer.get("sql") or ""))
-        if problem is not None:
-            message, line, column = problem
+        parsed = parse_sql(str(producer.get("sql") or ""))
+        if parsed is not None:
+            message, line, column = parsed
             yield _finding(dag, "sql", "error", ["producer", "path"], "the SQL producer does not parse", detail=message, file=producer.get("path"), sql_line=line, sql_column=column)
     for d_index, dataset in enumerate(runtime.get("datasets", [])):
         for q_index, rule in enumerate(dataset.get("quality", [])):
             if not parse or rule.get("type") != "sql" or rule.get("implied_by"):
                 continue
-            problem = parse_sql(str(rule.get("query") or "").replace("{dataset}", '"_ca_staging"."preflight"'))
-            if problem is not None:
-                message, line, column = problem
+            parsed = parse_sql(str(rule.get("query") or "").replace("{dataset}", '"_ca_staging"."preflight"'))
+            if parsed is not None:
+                message, line, column = parsed
                 yield _finding(
                     dag,
                     "quality_sql",

@@ -21,7 +21,7 @@ from __future__ import annotations
 import importlib
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from contract_runtime.manifest import ManifestError, find_dag, load_manifest
 from contract_runtime.run import RunIdentity
@@ -35,6 +35,7 @@ __all__ = [
     "audit",
     "lineage_fail",
     "lineage_warehouse",
+    "non_retryable_errors",
     "produce",
     "publish",
 ]
@@ -43,6 +44,25 @@ log = logging.getLogger(__name__)
 
 #: Opens a warehouse from a connection id; tests substitute their own.
 WarehouseOpener = Callable[[str | None], Warehouse]
+
+
+def non_retryable_errors() -> tuple[type[BaseException], ...]:
+    """The exception types a retry cannot fix: configuration, contract and type errors.
+
+    :class:`NonRetryableError` (quality gate, producer configuration and data errors, a manifest
+    that does not fit), :class:`~contract_runtime.manifest.ManifestError`,
+    :class:`~contract_runtime.sqlutil.SqlTypeError` (a type the warehouse cannot take),
+    :class:`~contract_runtime.quality.QualityRuleError` (a malformed rule),
+    :class:`~contract_runtime.warehouse.WarehouseConfigError` (a missing or unusable Connection) and
+    :class:`~contract_runtime.producers.ProducerError`. The operators fail the task at once for
+    these (``AirflowFailException``); anything else keeps Airflow's retries.
+    """
+    from contract_runtime.producers import ProducerError
+    from contract_runtime.quality import QualityRuleError
+    from contract_runtime.sqlutil import SqlTypeError
+    from contract_runtime.warehouse import WarehouseConfigError
+
+    return (NonRetryableError, ManifestError, SqlTypeError, QualityRuleError, WarehouseConfigError, ProducerError)
 
 
 class NonRetryableError(Exception):
@@ -122,7 +142,8 @@ def lineage_warehouse(wh: Warehouse) -> dict[str, str]:
 def _load(manifest_path: str, contract_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
     try:
         manifest = load_manifest(manifest_path)
-        return manifest, find_dag(manifest, contract_id)
+        # Checked against the manifest schema by load_manifest; the stages read it as plain JSON.
+        return cast("dict[str, Any]", manifest), cast("dict[str, Any]", find_dag(manifest, contract_id))
     except ManifestError as exc:
         raise _NonRetryableManifest(str(exc)) from exc
 

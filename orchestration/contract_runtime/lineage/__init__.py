@@ -85,7 +85,7 @@ def _emit(
         )
 
 
-def emit_start(manifest: dict, dag: dict, run: RunIdentityLike) -> None:
+def emit_start(manifest: dict[str, Any], dag: dict[str, Any], run: RunIdentityLike) -> None:
     """Send START for the DAG run: called when ``produce`` starts its first try.
 
     :param manifest: The compiled manifest (``generated/manifest.json``).
@@ -96,7 +96,7 @@ def emit_start(manifest: dict, dag: dict, run: RunIdentityLike) -> None:
 
 
 def emit_assertions(
-    manifest: dict, dag: dict, run: RunIdentityLike, dataset: dict, results: list[dict]
+    manifest: dict[str, Any], dag: dict[str, Any], run: RunIdentityLike, dataset: dict[str, Any], results: list[dict[str, Any]]
 ) -> None:
     """Send OTHER with the assertion results of one dataset, before the terminal event.
 
@@ -110,7 +110,7 @@ def emit_assertions(
 
 
 def emit_complete(
-    manifest: dict, dag: dict, run: RunIdentityLike, outputs: list[dict]
+    manifest: dict[str, Any], dag: dict[str, Any], run: RunIdentityLike, outputs: list[dict[str, Any]]
 ) -> None:
     """Send COMPLETE from ``publish``.
 
@@ -123,7 +123,7 @@ def emit_complete(
 
 
 def emit_fail(
-    manifest: dict, dag: dict, run: RunIdentityLike, error: BaseException, task_id: str
+    manifest: dict[str, Any], dag: dict[str, Any], run: RunIdentityLike, error: BaseException, task_id: str
 ) -> None:
     """Send FAIL on the final failure of a task (the caller does not call it for a retry).
 
@@ -134,7 +134,9 @@ def emit_fail(
     _emit("FAIL", dag, lambda: fail_event(manifest, dag, run, error, task_id), run)
 
 
-def emit_skip(manifest: dict, dag: dict, run: RunIdentityLike, reason: str, unmet: list[dict]) -> None:
+def emit_skip(
+    manifest: dict[str, Any], dag: dict[str, Any], run: RunIdentityLike, reason: str, unmet: list[dict[str, Any]]
+) -> None:
     """Send ABORT for a run ``produce`` skipped because ``require: passed`` was not met.
 
     :param reason: One line (``contract_runtime.gate.describe``).

@@ -151,7 +151,8 @@ def consumed_batches(run: object) -> list[dict[str, Any]]:
     batches = []
     for event in getattr(run, "triggering_events", ()) or ():
         extra = event.get("extra") or {}
-        lineage = extra.get("openlineage") if isinstance(extra.get("openlineage"), Mapping) else {}
+        found = extra.get("openlineage")
+        lineage: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
         run_id = lineage.get("parentRunId")
         status = extra.get("quality_status")
         batches.append(
