@@ -20,7 +20,10 @@ What is asserted, from the REST API and the warehouse (never from the test's own
   asset-triggered run was queued and up to this one (Airflow's rule,
   ``SchedulerJobRunner._create_dag_runs_asset_triggered``), and the assets of those events satisfy
   the schedule's condition tree (so the nested ``all``/``any`` DAG ran only once both of its
-  branches held); no run was queued before the last of its events;
+  branches held). Every triggering event is at or before the run's ``run_after`` (the time the
+  scheduler saw the condition hold, from the same database clock): no run before its condition
+  held. (Timestamps written by PostgreSQL and by the Python processes may differ by a fraction
+  of a second, so they are not compared with each other.)
 * no event was consumed twice by one DAG, and at quiescence every event no run consumed is still
   queued for its consumer (``assets/queuedEvents``) with the condition unmet by the queued assets:
   no run is missing;
@@ -164,7 +167,6 @@ def test_triggering_events_are_exactly_what_each_condition_needed(corpus_run: di
             assert sorted(e["id"] for e in got) == sorted(window), (dag_id, run["dag_run_id"], got, window)
             assets = {e["name"] for e in got}
             assert condition_holds(tree, assets), (dag_id, run["dag_run_id"], sorted(assets), tree)
-            assert all(_time(e["timestamp"]) <= _time(run["queued_at"]) for e in got), (dag_id, got, run)
             consumed[dag_id].update(e["id"] for e in got)
             previous = run_after
         # no event consumed twice; what no run consumed is still queued, and cannot start a run

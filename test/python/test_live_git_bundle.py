@@ -6,11 +6,11 @@ the DAG from that commit; a run triggered through the REST API runs from it. Ass
 
 * the DAG run's ``bundle_version`` (REST API) is the commit;
 * our lineage provenance facet says ``git_commit`` = the commit, ``git_commit_source`` =
-  ``dag_bundle``, ``dag_bundle`` = ``{"name": "git", "version": <commit>}``: read from
+  ``dag_bundle``, ``dag_bundle`` = ``{"name": "git", "versioned": true, "version": <commit>}``: read from
   ``ti.bundle_instance``, where the Airflow OpenLineage provider reads it too, and equal to the
   provider's own ``dag_bundle_version`` of the task;
 * a run from the unversioned ``dags-folder`` bundle says so explicitly: ``dag_bundle`` =
-  ``{"name": "dags-folder", "version": null}``, and no commit taken from the bundle.
+  ``{"name": "dags-folder", "versioned": false}``, and no commit taken from the bundle.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def test_provenance_names_the_bundle_commit(git_run: dict[str, Any], live_stack:
     for event in ours:
         facet = event["run"]["facets"]["contractAssets_provenance"]
         assert (facet["git_commit"], facet["git_commit_source"]) == (git_run["commit"], "dag_bundle")
-        assert facet["dag_bundle"] == {"name": "git", "version": git_run["commit"]}
+        assert facet["dag_bundle"] == {"name": "git", "versioned": True, "version": git_run["commit"]}
     provider_tasks = [e for e in events if e["job"]["name"] == f"{DAG_ID}.produce" and e["eventType"] == "START"]
     assert provider_tasks, "the provider sent no task event for produce"
     airflow_facet = provider_tasks[0]["run"]["facets"]["airflow"]
@@ -94,7 +94,7 @@ def test_unversioned_bundle_says_so(git_run: dict[str, Any], live_stack: LiveSta
         and e["run"]["facets"]["contractAssets_provenance"].get("dag_bundle", {}).get("name") == "dags-folder"
     ]
     assert folder, "no run of the dags-folder bundle in this session"
-    assert all(f["dag_bundle"] == {"name": "dags-folder", "version": None} for f in folder)
+    assert all(f["dag_bundle"] == {"name": "dags-folder", "versioned": False} for f in folder)
     assert all(f.get("git_commit_source") != "dag_bundle" for f in folder)
 
 

@@ -173,14 +173,17 @@ _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 
 def dag_bundle(run: object) -> dict[str, Any] | None:
     """The DAG bundle the run's task came from, as the Airflow OpenLineage provider reads it
-    (``ti.bundle_instance``): ``{"name", "version"}``, ``version`` None for an unversioned
-    bundle such as the local ``dags-folder`` (said explicitly, never guessed); None when Airflow
-    did not say (``DAG.test()``)."""
+    (``ti.bundle_instance``): ``{"name", "versioned": True, "version"}`` for a versioned bundle (a
+    GitDagBundle's version is the commit), ``{"name", "versioned": False}`` for an unversioned one
+    such as the local ``dags-folder`` (said explicitly, never guessed; ``versioned`` because the
+    OpenLineage client drops null fields); None when Airflow did not say (``DAG.test()``)."""
     name = getattr(run, "bundle_name", None)
     if not name:
         return None
     version = getattr(run, "bundle_version", None)
-    return {"name": str(name), "version": str(version) if version else None}
+    if version:
+        return {"name": str(name), "versioned": True, "version": str(version)}
+    return {"name": str(name), "versioned": False}
 
 
 def provenance_facet(
