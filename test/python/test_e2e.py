@@ -404,7 +404,16 @@ def test_audit_verdict_is_in_xcom(main_run: dict[str, Any]) -> None:
         "one_row_per_contract_month",
         "credits_within_billings",
         "rowCount",
+        # the implicit rules of the declared constraints (required, the composite primary key)
+        "account_id_required",
+        "billing_month_required",
+        "currency_required",
+        "invoiced_amount_required",
+        "credited_amount_required",
+        "net_billed_amount_required",
+        "primary_key_unique",
     ]
+    assert all(r["success"] for r in verdict["datasets"][0]["results"])
     assert verdict["datasets"][0]["dbt_tests"] == {"total": 4, "passed": 4, "failed": 0, "warned": 0}
 
 
