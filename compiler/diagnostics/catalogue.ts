@@ -298,6 +298,11 @@ export const Diagnostics = {
     "warning",
     (a) => `the triggering upstream ${q(a.asset)} appears nowhere in trigger.assets; mark it "trigger: false" if it is only read`,
   ),
+  RequireOnReadOnlyUpstream: entry<{ asset: string }>(
+    "CA3201",
+    "error",
+    (a) => `"require: passed" on the upstream ${q(a.asset)} checks nothing: it is "trigger: false", so no event of it triggers a run`,
+  ),
   ConfigConflict: entry<{ key: string }>(
     "CA4015",
     "error",
