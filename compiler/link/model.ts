@@ -33,6 +33,7 @@ export interface ResolvedUpstream {
   asset: string;
   trigger: boolean;
   schemaVersion?: number;
+  require?: "passed";
   location: SourceLocation;
 }
 

@@ -1,3 +1,4 @@
+import { ConsistentDbtProjectRule } from "./ConsistentDbtProjectRule.js";
 import { ConsistentExternalAssetRule } from "./ConsistentExternalAssetRule.js";
 import { DeadlineNotifierRule } from "./DeadlineNotifierRule.js";
 import { ExistingProducerFileRule } from "./ExistingProducerFileRule.js";
@@ -27,6 +28,7 @@ export const LINK_RULES: readonly LinkRule[] = [
   ConsistentExternalAssetRule,
   KnownProducerFamilyRule,
   ExistingProducerFileRule,
+  ConsistentDbtProjectRule,
   KnownScheduleRefRule,
   KnownUpstreamRule,
   LiveUpstreamRule,
