@@ -17,6 +17,8 @@ export interface OrchestrationConfig {
   producers: Map<string, { command: string[]; env: Record<string, string> }>;
   overrides: Array<RunSettings & { match: { domain?: string; contract?: string }; location: SourceLocation }>;
   sampleData: Map<string, string>;
+  /** Whether compile also writes the ODCS export (`exports: {odcs: true}`). */
+  exportOdcs: boolean;
 }
 
 /** A config key set twice: the later setting is ignored (reported by UniqueConfigKeyRule). */
@@ -41,6 +43,7 @@ export function mergeConfigs(configs: ReadonlyArray<Located<OrchestrationConfigD
     producers: new Map(),
     overrides: [],
     sampleData: new Map(),
+    exportOdcs: false,
   };
   const firstSeen = new Map<string, SourceLocation>();
   const claim = (key: string, location: SourceLocation): boolean => {
@@ -59,6 +62,7 @@ export function mergeConfigs(configs: ReadonlyArray<Located<OrchestrationConfigD
     }
     if (document.lineage !== undefined && claim("lineage", source.locate(["lineage"], "key"))) config.lineageNamespace = document.lineage.namespace;
     if (document.defaults !== undefined && claim("defaults", source.locate(["defaults"], "key"))) config.defaults = document.defaults;
+    if (document.exports?.odcs !== undefined && claim("exports.odcs", source.locate(["exports", "odcs"], "key"))) config.exportOdcs = document.exports.odcs;
     for (const [name, s] of Object.entries(document.schedules ?? {})) {
       if (claim(`schedules.${name}`, source.locate(["schedules", name], "key"))) config.schedules.set(name, { cron: s.cron, timezone: s.timezone ?? "UTC" });
     }
