@@ -172,10 +172,13 @@ async function withProject(options: CommonOptions, io: CliIo, body: (r: import("
   return body(result);
 }
 
-/** A folder or file given on the command line, relative to the project root (it may lie outside it). */
+/**
+ * A folder or file given on the command line, read relative to the project root (`--root`, by
+ * default the current directory) like every path of the project; it may lie outside the root.
+ */
 function relativeToRoot(root: string, given: string, what: string): string {
   if (given === "") throw new UsageError(`${what} needs a path`);
-  const relative = path.relative(root, path.resolve(given)).split(path.sep).join("/");
+  const relative = path.relative(root, path.resolve(root, given)).split(path.sep).join("/");
   return relative === "" ? "." : relative;
 }
 

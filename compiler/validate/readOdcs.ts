@@ -247,7 +247,9 @@ export function readOdcsContract(parsed: ParsedDocument, options: ReadOdcsOption
   out.datasets = (odcs.schema ?? []).map((object, i) => readSchemaObject(object, i, parsed, t, diagnostics, notHonoured));
   t.from(["datasets"], ["schema"]);
 
-  if (diagnostics.some((d) => d.severity === "error")) return { value: { missing, names }, diagnostics };
+  // A repeated custom property (CA3602) keeps the first value, so the rest of the document is still
+  // checked; a missing field stops here, since the contract schema would report it again.
+  if (diagnostics.some((d) => d.severity === "error" && d.code !== Diagnostics.OdcsCustomPropertyTwice.code)) return { value: { missing, names }, diagnostics };
   const document: ParsedDocument = {
     file: parsed.file,
     value: out,
