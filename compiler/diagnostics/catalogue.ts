@@ -230,6 +230,11 @@ export const Diagnostics = {
     "error",
     () => `"trigger: manual" cannot be combined with triggering upstreams; mark them "trigger: false"`,
   ),
+  UnimplementedProducer: entry<{ type: string; implemented: string }>(
+    "CA3101",
+    "error",
+    (a) => `the producer type ${q(a.type)} has no runtime in contract_runtime; use one of ${a.implemented}`,
+  ),
 
   OdcsOrchestrationMissing: entry<{ field: string; reason: string }>(
     "CA3601",
@@ -343,6 +348,8 @@ export const Diagnostics = {
     "error",
     (a) => `cannot read the previous manifest ${JSON.stringify(a.path)}: ${a.detail}`,
   ),
+  BreakingWithoutMajorVersion: entry<{ message: string }>("CA7701", "error", (a) => a.message),
+  AdditiveWithoutMinorVersion: entry<{ message: string }>("CA7702", "warning", (a) => a.message),
 
   // 9: write
   CheckDrift: entry<{ path: string; change: string }>(

@@ -2,7 +2,7 @@ import type { Manifest, ManifestAsset } from "../manifest/buildManifest.js";
 import type { DagPlan } from "../plan/planDags.js";
 import { canonicalJson } from "../support/canonical-json.js";
 import { compareStrings } from "../support/compare.js";
-import { normaliseUri } from "../support/uri.js";
+import { describeRenameEvidence, matchProbableRenames, type RenameCandidate, type RenameUriEvidence } from "../support/renames.js";
 
 /**
  * How bad a change is, in the manner of schema breaking-change checkers (graphql-js, buf):
@@ -10,11 +10,32 @@ import { normaliseUri } from "../support/uri.js";
  */
 export type ChangeSeverity = "breaking" | "dangerous" | "safe";
 
+/**
+ * What a change does to readers of the asset, in the manner of SQLMesh's plan categories:
+ * `breaking` removes or narrows what a consumer may read (a removed or retyped property, a removed
+ * or renamed asset), `non-breaking` adds or changes data without taking any away (a property added,
+ * a type widened, a schedule or quality rule changed), `metadata-only` changes no data at all
+ * (owner, group, description, extra). A breaking change needs a major `version` of its contract.
+ */
+export type ChangeCategory = "breaking" | "non-breaking" | "metadata-only";
+
+/** Evidence for a probable rename (rule ASSET_PROBABLY_RENAMED). */
+export interface RenameEvidence {
+  same_contract: boolean;
+  /** Jaccard similarity of the schemas over (property name, logicalType), two decimals. */
+  schema_similarity: number;
+  /** Properties in both with the same name and type, and in either schema. */
+  matching_properties: number;
+  total_properties: number;
+  uri: RenameUriEvidence;
+}
+
 /** One finding of the diff: which rule, about which asset, in words, with the evidence. */
 export interface Change {
   rule: string;
   severity: ChangeSeverity;
-  /** The asset the change is about. */
+  category: ChangeCategory;
+  /** The asset the change is about (for a contract's version rule: its first asset concerned). */
   asset: string;
   message: string;
   /** The field changed, for per-field rules (`uri`, `schema.properties.amount.logicalType`, …). */
@@ -23,6 +44,17 @@ export interface Change {
   after?: unknown;
   /** dag_ids of consumers affected (breaking rules). */
   consumers?: string[];
+  /** The contract id, for rules about a contract's `version`. */
+  contract?: string;
+  /** Why a removed and an added asset look like one renamed (ASSET_PROBABLY_RENAMED). */
+  evidence?: RenameEvidence;
+  /** What to write to acknowledge or resolve the change: a `renamed_from` or `version` line. */
+  fix?: string;
+  /**
+   * DAGs downstream of a changed asset (not for metadata-only changes): `direct` read it,
+   * `indirect` read an asset produced, directly or further down, by a direct one. Sorted.
+   */
+  downstream?: { direct: string[]; indirect: string[] };
 }
 
 /** What every rule sees: both manifests, indexed. */
@@ -38,15 +70,28 @@ export interface DiffContext {
   dagsAfter: ReadonlyMap<string, DagPlan>;
 }
 
-/** A change rule: an ID, a one-sentence purpose, a severity and a detector (rules as data). */
+/** What a detector returns: a change without its rule's data; `category` only where it differs. */
+export type Finding = Omit<Change, "rule" | "severity" | "category"> & { category?: ChangeCategory };
+
+/**
+ * A change rule: an ID, a one-sentence purpose, a severity, a category and a detector (rules as
+ * data). `about` says whose side the rule looks at: `asset` rules describe what the producer did,
+ * `consumer` rules a consumer that breaks because of it, `contract` rules the producing contract's
+ * `version` against the asset rules' findings (they run last and read them). `additive` marks the
+ * non-breaking changes that add what a consumer may read (they want a minor version, ADR 0015).
+ * A detector may give a finding another category than the rule's (a type widened, not narrowed).
+ */
 export interface ChangeRule {
   id: string;
   purpose: string;
   severity: ChangeSeverity;
-  detect: (context: DiffContext) => Array<Omit<Change, "rule" | "severity">>;
+  category: ChangeCategory;
+  about: "asset" | "consumer" | "contract";
+  additive?: boolean;
+  detect: (context: DiffContext, earlier: readonly Change[]) => Finding[];
 }
 
-type Property = { name: string; logicalType?: string; physicalType?: string; required?: boolean };
+type Property = { name: string; logicalType?: string; physicalType?: string; required?: boolean; primaryKey?: boolean; description?: string; tags?: unknown; classification?: string };
 type Upstream = { asset: string; trigger?: boolean; schema_version?: number };
 
 const same = (a: unknown, b: unknown): boolean => canonicalJson(a ?? null) === canonicalJson(b ?? null);
@@ -66,7 +111,7 @@ function removedNames(context: DiffContext): string[] {
   return [...context.before.keys()].filter((n) => !context.after.has(n));
 }
 
-function propertiesOf(asset: ManifestAsset): Map<string, Property> {
+export function propertiesOf(asset: ManifestAsset): Map<string, Property> {
   return new Map(((asset.schema?.properties ?? []) as Property[]).map((p) => [p.name, p]));
 }
 
@@ -88,12 +133,177 @@ function extraWithout(extra: Record<string, unknown>, keys: string[]): Record<st
   return Object.fromEntries(Object.entries(extra).filter(([k]) => !keys.includes(k)));
 }
 
-type QualityRule = { name?: string; column?: string; query?: string };
-
 function qualityByName(asset: ManifestAsset): Map<string, unknown> {
-  const rules = asset.quality as Array<QualityRule & Record<string, unknown>>;
-  return new Map(rules.map((r, i) => [r.name ?? `rule_${i + 1}`, r]));
+  // Names are unique within a dataset (the compiler decides them; the schema requires them).
+  return new Map(asset.quality.map((r) => [r.name, r]));
 }
+
+const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
+/** The queries of a DAG's SQL quality rules, over every dataset it produces. */
+function ruleQueriesOf(dag: DagPlan): string[] {
+  return dag.runtime.datasets.flatMap((d) => d.quality.flatMap((r) => (r.query !== undefined ? [r.query] : [])));
+}
+
+/** The producing contract's id of an asset (from its extra); null for externals. */
+export function contractOf(asset: ManifestAsset): string | null {
+  const id = asset.extra.contract_id;
+  return typeof id === "string" ? id : null;
+}
+
+const datasetName = (asset: string): string => asset.slice(asset.lastIndexOf(".") + 1);
+
+// Integer and floating types in widening order (DuckDB, PostgreSQL and ANSI names).
+const INTEGER_LADDER = ["tinyint", "smallint", "int2", "integer", "int", "int4", "bigint", "int8", "hugeint"];
+const INTEGER_RANK: Record<string, number> = { tinyint: 0, smallint: 1, int2: 1, integer: 2, int: 2, int4: 2, bigint: 3, int8: 3, hugeint: 4 };
+const FLOAT_RANK: Record<string, number> = { real: 0, float4: 0, float: 1, double: 1, "double precision": 1, float8: 1 };
+
+/**
+ * Whether a type change only widens what a property may hold, so every value a consumer read
+ * before still reads the same: logicalType `integer` → `number`; a physicalType of the same base
+ * with parameters no smaller (`varchar(10)` → `varchar(20)`, `decimal(10,2)` → `decimal(12,2)`, the
+ * parameters dropped), or a larger integer or floating type. A type declared where there was none,
+ * or dropped, changes no data and counts as widened. Anything else is narrowed or incompatible.
+ */
+export function isWidening(kind: "logicalType" | "physicalType", before: string | undefined, after: string | undefined): boolean {
+  if (before === undefined || after === undefined) return true;
+  if (kind === "logicalType") return before === "integer" && after === "number";
+  const parse = (t: string): { base: string; params: number[] | null } => {
+    const m = /^\s*([a-z][a-z0-9_ ]*?)\s*(?:\(([^)]*)\))?\s*$/i.exec(t);
+    if (!m) return { base: t.trim().toLowerCase(), params: null };
+    const params = m[2] === undefined ? null : m[2].split(",").map((x) => Number(x.trim()));
+    return { base: m[1]!.toLowerCase(), params: params && params.every(Number.isFinite) ? params : null };
+  };
+  const b = parse(before);
+  const a = parse(after);
+  if (INTEGER_LADDER.includes(b.base) && INTEGER_LADDER.includes(a.base)) return INTEGER_RANK[a.base]! >= INTEGER_RANK[b.base]!;
+  if (b.base in FLOAT_RANK && a.base in FLOAT_RANK) return FLOAT_RANK[a.base]! >= FLOAT_RANK[b.base]!;
+  if (b.base !== a.base) return false;
+  if (a.params === null) return true;
+  if (b.params === null || a.params.length !== b.params.length) return false;
+  if ((a.base === "decimal" || a.base === "numeric") && a.params.length === 2) {
+    // Both the integer digits (precision - scale) and the scale must not shrink.
+    return a.params[1]! >= b.params[1]! && a.params[0]! - a.params[1]! >= b.params[0]! - b.params[1]!;
+  }
+  return a.params.every((x, i) => x >= b.params![i]!);
+}
+
+/** The breaking property changes between two records of an asset, in words (for a pinned consumer). */
+function breakingPropertyChanges(b: ManifestAsset, a: ManifestAsset): string[] {
+  const after = propertiesOf(a);
+  const out: string[] = [];
+  for (const [name, p] of propertiesOf(b)) {
+    const n = after.get(name);
+    if (!n) out.push(`${q(name)} removed`);
+    else if ((["logicalType", "physicalType"] as const).some((k) => (p[k] ?? null) !== (n[k] ?? null) && !isWidening(k, p[k], n[k]))) out.push(`${q(name)} narrowed`);
+    else if (p.primaryKey === true && p.required === true && !n.required) out.push(`${q(name)} no longer required`);
+  }
+  return out;
+}
+
+function renameCandidate(asset: ManifestAsset): RenameCandidate {
+  return { name: asset.name, uri: asset.uri, contractId: contractOf(asset), properties: (asset.schema?.properties ?? []) as Property[] };
+}
+
+/** Removed assets (not declared renamed) paired with added ones (`support/renames.ts`). */
+export function probableRenames(context: DiffContext): ReturnType<typeof matchProbableRenames> {
+  const removed = removedNames(context).filter((n) => !context.renamedTo.has(n)).map((n) => renameCandidate(context.before.get(n)!));
+  const declared = new Set(context.renamedTo.values());
+  const added = [...context.after.values()].filter((a) => !context.before.has(a.name) && !declared.has(a.name)).map(renameCandidate);
+  return matchProbableRenames(removed, added);
+}
+
+type Semver = [number, number, number];
+
+function parseSemver(version: unknown): Semver | undefined {
+  const m = typeof version === "string" ? /^(\d+)\.(\d+)\.(\d+)/.exec(version) : null;
+  return m ? [Number(m[1]), Number(m[2]), Number(m[3])] : undefined;
+}
+
+/**
+ * The version level a change needs and whether `after` reaches it from `before`. Semver (2.0.0 §4,
+ * §7, §8): a breaking change needs the next major, an additive one the next minor. Below 1.0.0 the
+ * levels shift down one place, as Cargo reads semver: 0.y is the major, z the minor.
+ */
+function bumped(before: Semver, after: Semver, level: "major" | "minor"): boolean {
+  const [bM, bm, bp] = before;
+  const [aM, am, ap] = after;
+  if (aM !== bM) return aM > bM;
+  if (bM === 0) return level === "major" ? am > bm : am > bm || (am === bm && ap > bp);
+  return level === "major" ? false : am > bm;
+}
+
+function nextVersion(before: Semver, level: "major" | "minor"): string {
+  const [M, m, p] = before;
+  if (M === 0) return level === "major" ? `0.${m + 1}.0` : `0.${m}.${p + 1}`;
+  return level === "major" ? `${M + 1}.0.0` : `${M}.${m + 1}.0`;
+}
+
+/** One producing contract as both states know it: its version before and after, its changes. */
+interface ContractVersions {
+  id: string;
+  before: Semver;
+  after: Semver;
+  beforeText: string;
+  afterText: string;
+  changes: Change[];
+}
+
+/**
+ * The contracts declared in both states (by id, from the assets' extra), with the asset rules'
+ * findings about their assets. A contract that was a draft is skipped: nothing was published yet.
+ * Output sorted by contract id.
+ */
+function contractsWithChanges(c: DiffContext, earlier: readonly Change[]): ContractVersions[] {
+  const versions = (assets: Iterable<ManifestAsset>): Map<string, { version: unknown; status: string }> => {
+    const out = new Map<string, { version: unknown; status: string }>();
+    for (const a of assets) {
+      const id = contractOf(a);
+      if (id && !a.external && !out.has(id)) out.set(id, { version: a.extra.contract_version, status: a.status });
+    }
+    return out;
+  };
+  const before = versions(c.before.values());
+  const after = versions(c.after.values());
+  const byContract = new Map<string, Change[]>();
+  const asset = (rule: string): boolean => CHANGE_RULES.find((r) => r.id === rule)?.about === "asset";
+  for (const change of earlier) {
+    if (!asset(change.rule)) continue;
+    const record = c.after.get(change.asset) ?? c.before.get(change.asset);
+    const id = record ? contractOf(record) : null;
+    if (id) byContract.set(id, [...(byContract.get(id) ?? []), change]);
+  }
+  const out: ContractVersions[] = [];
+  // Sort for determinism.
+  for (const id of [...after.keys()].sort(compareStrings)) {
+    const b = before.get(id);
+    const a = after.get(id)!;
+    if (!b || b.status === "draft") continue;
+    const bv = parseSemver(b.version);
+    const av = parseSemver(a.version);
+    if (!bv || !av) continue;
+    out.push({ id, before: bv, after: av, beforeText: String(b.version), afterText: String(a.version), changes: byContract.get(id) ?? [] });
+  }
+  return out;
+}
+
+/** The first asset the given changes concern (the report groups the version rule under it). */
+function firstAsset(v: ContractVersions, c: DiffContext, changes: readonly Change[] = v.changes): string {
+  const names = changes.map((x) => x.asset);
+  if (!names.length) for (const a of c.after.values()) if (contractOf(a) === v.id) names.push(a.name);
+  return names.sort(compareStrings)[0]!;
+}
+
+/** Up to three changes in words, then how many more. */
+function listChanges(changes: readonly Change[]): string {
+  const shown = changes.slice(0, 3).map((x) => `${x.rule}: ${x.message}`);
+  return changes.length > 3 ? `${shown.join("; ")}; and ${changes.length - 3} more` : shown.join("; ");
+}
+
+const versionChanged = (v: ContractVersions): boolean => v.beforeText !== v.afterText;
+// A probable rename is a hint about a removal already counted (ASSET_REMOVED), not a second change.
+const breakingOf = (v: ContractVersions): Change[] => v.changes.filter((x) => x.category === "breaking" && x.rule !== "ASSET_PROBABLY_RENAMED");
+const additiveOf = (v: ContractVersions): Change[] => v.changes.filter((x) => CHANGE_RULES.find((r) => r.id === x.rule)?.additive === true && x.category !== "breaking");
 
 /** Every change rule, in report order within an asset. Add a rule here, with a golden case. */
 export const CHANGE_RULES: readonly ChangeRule[] = [
@@ -101,6 +311,8 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
     id: "CONSUMER_UPSTREAM_REMOVED",
     purpose: "A consumer still reads an asset that no contract declares any more, so it would wait forever.",
     severity: "breaking",
+    category: "breaking",
+    about: "consumer",
     detect: (c) =>
       removedNames(c)
         .filter((name) => !c.renamedTo.has(name))
@@ -113,6 +325,8 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
     id: "CONSUMER_NOT_FOLLOWING_RENAME",
     purpose: "A consumer still reads the old name of an asset renamed through renamed_from.",
     severity: "breaking",
+    category: "breaking",
+    about: "consumer",
     detect: (c) =>
       removedNames(c)
         .filter((name) => c.renamedTo.has(name))
@@ -126,6 +340,8 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
     id: "CONSUMER_UPSTREAM_RETIRED",
     purpose: "A consumer reads an asset whose contract became retired, so no new events will come.",
     severity: "breaking",
+    category: "breaking",
+    about: "consumer",
     detect: (c) =>
       kept(c)
         .filter(([, a]) => a.status === "retired")
@@ -138,6 +354,8 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
     id: "CONSUMER_PIN_MISMATCH",
     purpose: "A consumer pinned the schema version of an upstream whose schema version changed.",
     severity: "breaking",
+    category: "breaking",
+    about: "consumer",
     detect: (c) =>
       kept(c)
         .filter(([b, a]) => b.schema && a.schema && b.schema.version !== a.schema.version)
@@ -152,30 +370,56 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
   },
   {
     id: "CONSUMER_RULE_NAMES_REMOVED_PROPERTY",
-    purpose: "A consumer's quality rule names a property that its upstream no longer has.",
+    purpose: "A consumer's SQL quality rule reads a property of its upstream's table that the upstream no longer has.",
     severity: "breaking",
+    category: "breaking",
+    about: "consumer",
+    // A rule's `column` and a query's `{dataset}` are the consumer's own dataset, whatever the
+    // names: only a query that reads the upstream's table (its Asset name, as SQL producers and
+    // rules name published tables) and names the property reads the upstream's property.
     detect: (c) =>
       kept(c).flatMap(([b, a]) => {
         const gone = [...propertiesOf(b).keys()].filter((p) => !propertiesOf(a).has(p));
+        const table = new RegExp(`(^|[^A-Za-z0-9_."])"?${escapeRegExp(a.name).replace("\\.", '"?\\."?')}"?($|[^A-Za-z0-9_])`, "i");
         return gone.flatMap((property) => {
-          const word = new RegExp(`\\b${property.replace(/[^A-Za-z0-9_]/g, "")}\\b`);
+          const word = new RegExp(`(^|[^A-Za-z0-9_])${escapeRegExp(property)}($|[^A-Za-z0-9_])`, "i");
           const consumers = consumersOf(c, a.name)
-            .filter(({ dag }) =>
-              ((dag.runtime as { datasets?: Array<{ quality?: QualityRule[] }> }).datasets ?? []).some((d) =>
-                (d.quality ?? []).some((r) => r.column === property || (r.query !== undefined && word.test(r.query))),
-              ),
-            )
+            .filter(({ dag }) => ruleQueriesOf(dag).some((query) => table.test(query) && word.test(query)))
             .map((x) => x.dag.dag_id);
           return consumers.length
-            ? [{ asset: a.name, consumers, field: `schema.properties.${property}`, message: `the property ${q(property)} of ${q(a.name)} is removed but a quality rule of ${consumers.map((x) => q(x)).join(", ")} names it` }]
+            ? [{ asset: a.name, consumers, field: `schema.properties.${property}`, message: `the property ${q(property)} of ${q(a.name)} is removed but a quality rule of ${consumers.map((x) => q(x)).join(", ")} reads it from ${q(a.name)}` }]
             : [];
         });
       }),
   },
   {
+    id: "CONSUMER_PINNED_SCHEMA_CHANGED",
+    purpose: "A consumer pins a schema version whose properties were removed or narrowed without a new schema version.",
+    severity: "breaking",
+    category: "breaking",
+    about: "consumer",
+    // The pin is the consumer's promise to read exactly that schema: a breaking change under the
+    // same version breaks it silently (a new version would be CONSUMER_PIN_MISMATCH).
+    detect: (c) =>
+      kept(c)
+        .filter(([b, a]) => b.schema && a.schema && b.schema.version === a.schema.version)
+        .flatMap(([b, a]) => {
+          const breaks = breakingPropertyChanges(b, a);
+          if (!breaks.length) return [];
+          const consumers = consumersOf(c, a.name)
+            .filter((x) => x.upstream.schema_version === a.schema!.version)
+            .map((x) => x.dag.dag_id);
+          return consumers.length
+            ? [{ asset: a.name, consumers, field: "schema.version", before: b.schema!.version, after: a.schema!.version, message: `the schema of ${q(a.name)} changed under version ${a.schema!.version} (${breaks.join(", ")}) but ${consumers.map((x) => q(x)).join(", ")} pin${consumers.length === 1 ? "s" : ""} that version` }]
+            : [];
+        }),
+  },
+  {
     id: "ASSET_REMOVED",
     purpose: "An asset is no longer declared; Airflow keeps it until cleaned up (stale).",
     severity: "dangerous",
+    category: "breaking",
+    about: "asset",
     detect: (c) =>
       removedNames(c)
         .filter((n) => !c.renamedTo.has(n))
@@ -183,23 +427,29 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
   },
   {
     id: "ASSET_PROBABLY_RENAMED",
-    purpose: "A removed and an added asset share a URI: likely a rename that forgot renamed_from.",
+    purpose: "A removed and an added asset look like one renamed without renamed_from: same contract and matching schema, or the same URI.",
     severity: "dangerous",
-    detect: (c) => {
-      const added = [...c.after.values()].filter((a) => !c.before.has(a.name));
-      return removedNames(c)
-        .filter((n) => !c.renamedTo.has(n))
-        .flatMap((name) => {
-          const uri = normaliseUri(c.before.get(name)!.uri);
-          const twin = added.find((a) => normaliseUri(a.uri) === uri);
-          return twin ? [{ asset: name, after: twin.name, message: `${q(name)} looks renamed to ${q(twin.name)} (same URI ${q(c.before.get(name)!.uri)}); declare renamed_from: [${name}] if so` }] : [];
-        });
-    },
+    category: "breaking",
+    about: "asset",
+    detect: (c) => probableRenames(c).map((r) => {
+      const to = c.after.get(r.to)!;
+      const contract = contractOf(to);
+      const evidence = describeRenameEvidence(r, contract);
+      return {
+        asset: r.from,
+        after: r.to,
+        evidence: { same_contract: r.sameContract, schema_similarity: r.similarity, matching_properties: r.matching, total_properties: r.total, uri: r.uri },
+        fix: `renamed_from: [${r.from}]`,
+        message: `${q(r.from)} looks renamed to ${q(r.to)} (${evidence}); if so, add "renamed_from: [${r.from}]" to the dataset ${q(datasetName(r.to))} in ${to.contract}`,
+      };
+    }),
   },
   {
     id: "ASSET_RENAMED",
     purpose: "An asset is renamed through renamed_from.",
     severity: "safe",
+    category: "breaking",
+    about: "asset",
     detect: (c) =>
       removedNames(c)
         .filter((n) => c.renamedTo.has(n))
@@ -209,6 +459,8 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
     id: "ASSET_RETIRED",
     purpose: "An asset's contract became retired: no more events, and its DAG is removed.",
     severity: "dangerous",
+    category: "breaking",
+    about: "asset",
     detect: (c) =>
       kept(c)
         .filter(([b, a]) => a.status === "retired" && b.status !== "retired")
@@ -218,12 +470,17 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
     id: "ASSET_ADDED",
     purpose: "A new asset is declared.",
     severity: "safe",
+    category: "non-breaking",
+    about: "asset",
+    additive: true,
     detect: (c) => [...c.after.values()].filter((a) => !c.before.has(a.name)).map((a) => ({ asset: a.name, after: a.uri, message: `${q(a.name)} is added` })),
   },
   {
     id: "ASSET_URI_CHANGED",
     purpose: "An asset's URI changed: readers outside this corpus that match on the URI lose it.",
     severity: "dangerous",
+    category: "non-breaking",
+    about: "asset",
     detect: (c) =>
       kept(c)
         .filter(([b, a]) => b.uri !== a.uri)
@@ -233,6 +490,8 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
     id: "ASSET_GROUP_CHANGED",
     purpose: "An asset moved to another group (domain).",
     severity: "safe",
+    category: "metadata-only",
+    about: "asset",
     detect: (c) =>
       kept(c)
         .filter(([b, a]) => b.group !== a.group)
@@ -242,6 +501,8 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
     id: "SCHEDULE_CHANGED",
     purpose: "The condition under which an asset's producer runs changed.",
     severity: "dangerous",
+    category: "non-breaking",
+    about: "asset",
     detect: (c) =>
       kept(c).flatMap(([b, a]) => {
         const before = b.producer ? c.dagsBefore.get(b.producer)?.schedule : undefined;
@@ -253,6 +514,8 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
     id: "UPSTREAMS_CHANGED",
     purpose: "The upstreams an asset's producer reads changed.",
     severity: "safe",
+    category: "non-breaking",
+    about: "asset",
     detect: (c) =>
       kept(c).flatMap(([b, a]) => {
         const names = (d: DagPlan | undefined): string[] => upstreamsOf(d).map((u) => u.asset).sort(compareStrings);
@@ -269,6 +532,8 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
     id: "PROPERTY_REMOVED",
     purpose: "A property is removed from a dataset's schema; readers of that column break.",
     severity: "dangerous",
+    category: "breaking",
+    about: "asset",
     detect: (c) =>
       kept(c).flatMap(([b, a]) =>
         [...propertiesOf(b).keys()].filter((p) => !propertiesOf(a).has(p)).map((p) => ({ asset: a.name, field: `schema.properties.${p}`, message: `the property ${q(p)} of ${q(a.name)} is removed` })),
@@ -278,6 +543,9 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
     id: "PROPERTY_ADDED",
     purpose: "A property is added to a dataset's schema.",
     severity: "safe",
+    category: "non-breaking",
+    about: "asset",
+    additive: true,
     detect: (c) =>
       kept(c).flatMap(([b, a]) =>
         [...propertiesOf(a).keys()].filter((p) => !propertiesOf(b).has(p)).map((p) => ({ asset: a.name, field: `schema.properties.${p}`, message: `the property ${q(p)} is added to ${q(a.name)}` })),
@@ -285,8 +553,10 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
   },
   {
     id: "PROPERTY_TYPE_CHANGED",
-    purpose: "A property's logical or physical type changed.",
+    purpose: "A property's logical or physical type changed: breaking when narrowed or incompatible, non-breaking when widened.",
     severity: "dangerous",
+    category: "breaking",
+    about: "asset",
     detect: (c) =>
       kept(c).flatMap(([b, a]) => {
         const after = propertiesOf(a);
@@ -295,7 +565,17 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
           if (!n) return [];
           return (["logicalType", "physicalType"] as const)
             .filter((k) => (p[k] ?? null) !== (n[k] ?? null))
-            .map((k) => ({ asset: a.name, field: `schema.properties.${name}.${k}`, before: p[k] ?? null, after: n[k] ?? null, message: `the ${k} of ${q(`${a.name}.${name}`)} changed from ${q(p[k] ?? null)} to ${q(n[k] ?? null)}` }));
+            .map((k) => {
+              const widened = isWidening(k, p[k], n[k]);
+              return {
+                asset: a.name,
+                field: `schema.properties.${name}.${k}`,
+                before: p[k] ?? null,
+                after: n[k] ?? null,
+                category: widened ? ("non-breaking" as const) : ("breaking" as const),
+                message: `the ${k} of ${q(`${a.name}.${name}`)} changed from ${q(p[k] ?? null)} to ${q(n[k] ?? null)} (${widened ? "widened" : "narrowed or incompatible"})`,
+              };
+            });
         });
       }),
   },
@@ -303,6 +583,8 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
     id: "PROPERTY_REQUIRED_TIGHTENED",
     purpose: "A property became required: existing rows or producers may now fail the contract.",
     severity: "dangerous",
+    category: "non-breaking",
+    about: "asset",
     detect: (c) =>
       kept(c).flatMap(([b, a]) => {
         const after = propertiesOf(a);
@@ -313,20 +595,50 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
   },
   {
     id: "PROPERTY_REQUIRED_RELAXED",
-    purpose: "A property is no longer required: consumers may now see nulls.",
+    purpose: "A property is no longer required: consumers may now see nulls; breaking on a primary key.",
     severity: "dangerous",
+    category: "non-breaking",
+    about: "asset",
     detect: (c) =>
       kept(c).flatMap(([b, a]) => {
         const after = propertiesOf(a);
         return [...propertiesOf(b)]
           .filter(([name, p]) => after.has(name) && p.required === true && !after.get(name)!.required)
-          .map(([name]) => ({ asset: a.name, field: `schema.properties.${name}.required`, before: true, after: false, message: `${q(`${a.name}.${name}`)} is no longer required` }));
+          .map(([name, p]) => ({
+            asset: a.name,
+            field: `schema.properties.${name}.required`,
+            before: true,
+            after: false,
+            // A null key is no key: joins and deduplication on it break.
+            ...(p.primaryKey === true ? { category: "breaking" as const } : {}),
+            message: `${q(`${a.name}.${name}`)} is no longer required${p.primaryKey === true ? " (it is a primary key)" : ""}`,
+          }));
+      }),
+  },
+  {
+    id: "PROPERTY_METADATA_CHANGED",
+    purpose: "A property's description, tags or classification changed; its data did not.",
+    severity: "safe",
+    category: "metadata-only",
+    about: "asset",
+    detect: (c) =>
+      kept(c).flatMap(([b, a]) => {
+        const after = propertiesOf(a);
+        return [...propertiesOf(b)].flatMap(([name, p]) => {
+          const n = after.get(name);
+          if (!n) return [];
+          return (["classification", "description", "tags"] as const)
+            .filter((k) => !same(p[k], n[k]))
+            .map((k) => ({ asset: a.name, field: `schema.properties.${name}.${k}`, before: p[k] ?? null, after: n[k] ?? null, message: `the ${k} of ${q(`${a.name}.${name}`)} changed` }));
+        });
       }),
   },
   {
     id: "QUALITY_RULE_REMOVED",
     purpose: "A quality rule is removed: the gate lets through what it used to stop.",
     severity: "dangerous",
+    category: "non-breaking",
+    about: "asset",
     detect: (c) =>
       kept(c).flatMap(([b, a]) => {
         const after = qualityByName(a);
@@ -337,6 +649,8 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
     id: "QUALITY_RULE_CHANGED",
     purpose: "A quality rule's metric, threshold or severity changed.",
     severity: "dangerous",
+    category: "non-breaking",
+    about: "asset",
     detect: (c) =>
       kept(c).flatMap(([b, a]) => {
         const after = qualityByName(a);
@@ -349,6 +663,8 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
     id: "QUALITY_RULE_ADDED",
     purpose: "A quality rule is added.",
     severity: "safe",
+    category: "non-breaking",
+    about: "asset",
     detect: (c) =>
       kept(c).flatMap(([b, a]) => {
         const before = qualityByName(b);
@@ -359,6 +675,8 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
     id: "FRESHNESS_CHANGED",
     purpose: "How old an asset may get before it is degraded or stale changed.",
     severity: "safe",
+    category: "metadata-only",
+    about: "asset",
     detect: (c) =>
       kept(c)
         .filter(([b, a]) => !same(b.extra.freshness, a.extra.freshness))
@@ -368,6 +686,8 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
     id: "OWNER_CHANGED",
     purpose: "An asset's owning team changed.",
     severity: "safe",
+    category: "metadata-only",
+    about: "asset",
     detect: (c) =>
       kept(c)
         .filter(([b, a]) => b.extra.owner !== a.extra.owner)
@@ -375,15 +695,70 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
   },
   {
     id: "EXTRA_CHANGED",
-    purpose: "An asset's extra changed beyond owner and freshness (versions, layer, own keys).",
+    purpose: "An asset's extra changed beyond owner, freshness and contract version (schema version, layer, own keys).",
     severity: "safe",
+    category: "metadata-only",
+    about: "asset",
     detect: (c) =>
       kept(c).flatMap(([b, a]) => {
-        const before = extraWithout(b.extra, ["owner", "freshness"]);
-        const after = extraWithout(a.extra, ["owner", "freshness"]);
+        // The contract's version has its own rules (VERSION_*), once per contract.
+        const before = extraWithout(b.extra, ["owner", "freshness", "contract_version"]);
+        const after = extraWithout(a.extra, ["owner", "freshness", "contract_version"]);
         if (same(before, after)) return [];
         const keys = [...new Set([...Object.keys(before), ...Object.keys(after)])].filter((k) => !same(before[k], after[k])).sort(compareStrings);
         return [{ asset: a.name, field: "extra", before, after, message: `the extra of ${q(a.name)} changed (${keys.map((k) => q(k)).join(", ")})` }];
       }),
+  },
+  {
+    id: "VERSION_BREAKING_WITHOUT_MAJOR",
+    purpose: "A contract makes a breaking change without a major bump of its version.",
+    severity: "breaking",
+    category: "breaking",
+    about: "contract",
+    detect: (c, earlier) =>
+      contractsWithChanges(c, earlier).flatMap((v) => {
+        const breaking = breakingOf(v);
+        if (!breaking.length || bumped(v.before, v.after, "major")) return [];
+        const next = nextVersion(v.before, "major");
+        return [{ asset: firstAsset(v, c, breaking), contract: v.id, field: "version", before: v.beforeText, after: v.afterText, fix: `version: ${next}`, message: `the contract ${q(v.id)} makes ${breaking.length === 1 ? "a breaking change" : `${breaking.length} breaking changes`} under version ${v.afterText} (was ${v.beforeText}): ${listChanges(breaking)}; a breaking change needs a major version (${next})` }];
+      }),
+  },
+  {
+    id: "VERSION_BREAKING_ACKNOWLEDGED",
+    purpose: "A contract makes a breaking change and bumps its major version: acknowledged, consumers still break until they follow.",
+    severity: "dangerous",
+    category: "breaking",
+    about: "contract",
+    detect: (c, earlier) =>
+      contractsWithChanges(c, earlier).flatMap((v) => {
+        const breaking = breakingOf(v);
+        if (!breaking.length || !bumped(v.before, v.after, "major")) return [];
+        return [{ asset: firstAsset(v, c, breaking), contract: v.id, field: "version", before: v.beforeText, after: v.afterText, message: `the contract ${q(v.id)} makes ${breaking.length === 1 ? "a breaking change" : `${breaking.length} breaking changes`}, acknowledged by the major version ${v.afterText} (was ${v.beforeText}): ${listChanges(breaking)}` }];
+      }),
+  },
+  {
+    id: "VERSION_ADDITIVE_WITHOUT_MINOR",
+    purpose: "A contract adds a dataset or a property without a minor bump of its version.",
+    severity: "dangerous",
+    category: "non-breaking",
+    about: "contract",
+    detect: (c, earlier) =>
+      contractsWithChanges(c, earlier).flatMap((v) => {
+        const additive = additiveOf(v);
+        if (breakingOf(v).length || !additive.length || bumped(v.before, v.after, "minor")) return [];
+        const next = nextVersion(v.before, "minor");
+        return [{ asset: firstAsset(v, c, additive), contract: v.id, field: "version", before: v.beforeText, after: v.afterText, fix: `version: ${next}`, message: `the contract ${q(v.id)} adds to what consumers may read under version ${v.afterText} (was ${v.beforeText}): ${listChanges(additive)}; an additive change wants a minor version (${next})` }];
+      }),
+  },
+  {
+    id: "VERSION_CHANGED",
+    purpose: "A contract's version changed, and no breaking change needed it to.",
+    severity: "safe",
+    category: "metadata-only",
+    about: "contract",
+    detect: (c, earlier) =>
+      contractsWithChanges(c, earlier)
+        .filter((v) => versionChanged(v) && !breakingOf(v).length && !(additiveOf(v).length && !bumped(v.before, v.after, "minor")))
+        .map((v) => ({ asset: firstAsset(v, c), contract: v.id, field: "version", before: v.beforeText, after: v.afterText, message: `the version of the contract ${q(v.id)} changed from ${v.beforeText} to ${v.afterText}` })),
   },
 ];

@@ -3,14 +3,115 @@ import type { Diagnostic, RelatedLocation, SourceLocation, StageResult } from ".
 import type { LinkedProject } from "../link/linkProject.js";
 import type { Manifest } from "../manifest/buildManifest.js";
 import { compareStrings } from "../support/compare.js";
-import { CHANGE_RULES, type Change, type ChangeSeverity, type DiffContext } from "./changeRules.js";
+import { CHANGE_RULES, consumersOf, type Change, type ChangeCategory, type ChangeSeverity, type DiffContext } from "./changeRules.js";
 
 const SEVERITY_ORDER: Record<ChangeSeverity, number> = { breaking: 0, dangerous: 1, safe: 2 };
+const CATEGORY_ORDER: Record<ChangeCategory, number> = { breaking: 0, "non-breaking": 1, "metadata-only": 2 };
 
-/** The diff's result: changes sorted by asset, severity and rule, and counts per severity. */
+/** An asset the producer changed, with the worst category of its changes (SQLMesh: directly modified). */
+export interface DirectlyModified {
+  asset: string;
+  category: ChangeCategory;
+  /** Each asset or contract change: what changed (`field`, else the rule's subject) and its category. */
+  changes: Array<{ rule: string; field: string | null; category: ChangeCategory }>;
+}
+
+/**
+ * A DAG downstream of a data change (breaking or non-breaking; metadata-only changes propagate
+ * nothing), as SQLMesh's "indirectly modified": `direct` when it reads a changed asset (`via` those
+ * assets), `indirect` when it reads what a downstream DAG produces (`via` those dag_ids).
+ */
+export interface IndirectlyModified {
+  dag_id: string;
+  kind: "direct" | "indirect";
+  /** The worst category of the changes it is downstream of. */
+  category: ChangeCategory;
+  via: string[];
+}
+
+/**
+ * The diff's result: changes sorted by asset, severity and rule; counts per severity and per
+ * category; and the plan view (directly and indirectly modified).
+ */
 export interface ManifestDiff {
   changes: Change[];
   summary: Record<ChangeSeverity, number>;
+  categories: Record<ChangeCategory, number>;
+  plan: { directly_modified: DirectlyModified[]; indirectly_modified: IndirectlyModified[] };
+}
+
+const worst = (xs: ChangeCategory[]): ChangeCategory => [...xs].sort((a, b) => CATEGORY_ORDER[a] - CATEGORY_ORDER[b])[0] ?? "metadata-only";
+
+/**
+ * Downstream DAGs of an asset in the current state: `direct` read it, `indirect` read an asset that a
+ * downstream DAG produces (breadth first, to any depth; each DAG once, at its nearest kind).
+ * Output: `{direct, indirect}` dag_ids, each sorted, plus by dag_id what it is downstream through.
+ */
+function downstreamOf(context: DiffContext, asset: string): { direct: string[]; indirect: Map<string, Set<string>> } {
+  const direct = consumersOf(context, asset).map((x) => x.dag.dag_id);
+  const seen = new Set(direct);
+  const indirect = new Map<string, Set<string>>();
+  let frontier = direct;
+  while (frontier.length) {
+    const next: string[] = [];
+    for (const dagId of frontier) {
+      for (const produced of [...context.after.values()].filter((a) => a.producer === dagId)) {
+        for (const { dag } of consumersOf(context, produced.name)) {
+          if (direct.includes(dag.dag_id)) continue;
+          if (!indirect.has(dag.dag_id)) indirect.set(dag.dag_id, new Set());
+          indirect.get(dag.dag_id)!.add(dagId);
+          if (!seen.has(dag.dag_id)) {
+            seen.add(dag.dag_id);
+            next.push(dag.dag_id);
+          }
+        }
+      }
+    }
+    frontier = next;
+  }
+  return { direct, indirect };
+}
+
+/** Adds `downstream` to each data change and builds the plan view. */
+function planOf(context: DiffContext, changes: Change[]): ManifestDiff["plan"] {
+  const about = new Map(CHANGE_RULES.map((r) => [r.id, r.about]));
+  const byAsset = new Map<string, Change[]>();
+  const reached = { direct: new Map<string, Set<string>>(), indirect: new Map<string, Set<string>>(), category: new Map<string, ChangeCategory[]>() };
+  const add = (m: Map<string, Set<string>>, k: string, v: Iterable<string>): void => {
+    if (!m.has(k)) m.set(k, new Set());
+    for (const x of v) m.get(k)!.add(x);
+  };
+  const cache = new Map<string, ReturnType<typeof downstreamOf>>();
+  for (const change of changes) {
+    // The plan is what producers changed: consumers that break are downstream, and a contract's
+    // version rule restates its assets' changes.
+    if (about.get(change.rule) !== "asset") continue;
+    byAsset.set(change.asset, [...(byAsset.get(change.asset) ?? []), change]);
+    if (change.category === "metadata-only") continue;
+    if (!cache.has(change.asset)) cache.set(change.asset, downstreamOf(context, change.asset));
+    const d = cache.get(change.asset)!;
+    if (d.direct.length || d.indirect.size) change.downstream = { direct: d.direct, indirect: [...d.indirect.keys()].sort(compareStrings) };
+    for (const dagId of d.direct) {
+      add(reached.direct, dagId, [change.asset]);
+      reached.category.set(dagId, [...(reached.category.get(dagId) ?? []), change.category]);
+    }
+    for (const [dagId, via] of d.indirect) {
+      add(reached.indirect, dagId, via);
+      reached.category.set(dagId, [...(reached.category.get(dagId) ?? []), change.category]);
+    }
+  }
+  const directly_modified: DirectlyModified[] = [...byAsset]
+    // Sort for determinism.
+    .sort(([a], [b]) => compareStrings(a, b))
+    .map(([asset, xs]) => ({ asset, category: worst(xs.map((x) => x.category)), changes: xs.map((x) => ({ rule: x.rule, field: x.field ?? null, category: x.category })) }));
+  const indirectly_modified: IndirectlyModified[] = [...new Set([...reached.direct.keys(), ...reached.indirect.keys()])]
+    // Sort for determinism.
+    .sort(compareStrings)
+    .map((dagId) => {
+      const kind = reached.direct.has(dagId) ? ("direct" as const) : ("indirect" as const);
+      return { dag_id: dagId, kind, category: worst(reached.category.get(dagId) ?? []), via: [...(kind === "direct" ? reached.direct : reached.indirect).get(dagId)!].sort(compareStrings) };
+    });
+  return { directly_modified, indirectly_modified };
 }
 
 function contextOf(previous: Manifest, current: Manifest, unresolved: ReadonlySet<string>): DiffContext {
@@ -41,7 +142,8 @@ export function diffManifests(previous: Manifest, current: Manifest, unresolved:
   const context = contextOf(previous, current, unresolved);
   const changes: Change[] = [];
   for (const rule of CHANGE_RULES) {
-    for (const finding of rule.detect(context)) changes.push({ rule: rule.id, severity: rule.severity, ...finding });
+    // Contract rules come last and read what the asset rules found.
+    for (const finding of rule.detect(context, changes)) changes.push({ ...finding, rule: rule.id, severity: rule.severity, category: finding.category ?? rule.category });
   }
   // Sort for determinism.
   changes.sort(
@@ -52,25 +154,39 @@ export function diffManifests(previous: Manifest, current: Manifest, unresolved:
       compareStrings(a.field ?? "", b.field ?? ""),
   );
   const summary: Record<ChangeSeverity, number> = { breaking: 0, dangerous: 0, safe: 0 };
-  for (const c of changes) summary[c.severity]++;
-  return { changes, summary };
+  const categories: Record<ChangeCategory, number> = { breaking: 0, "non-breaking": 0, "metadata-only": 0 };
+  for (const c of changes) {
+    summary[c.severity]++;
+    categories[c.category]++;
+  }
+  return { changes, summary, categories, plan: planOf(context, changes) };
 }
 
 /**
  * Breaking changes as located errors (CA7001): one per consumer, at the consumer's upstream line,
  * with the producer's declaration (or the previous manifest's record of it) as a related location.
+ * A contract's version rules point at its `version` line: a breaking change under the same major
+ * version is CA7701 (error), an additive one under the same minor CA7702 (warning), each naming the
+ * changes and the version to set.
  */
 export function breakingDiagnostics(diff: ManifestDiff, project: LinkedProject, previous: Manifest): StageResult<null> {
   const diagnostics: Diagnostic[] = [];
   const previousAssets = new Map(previous.assets.map((a) => [a.name, a]));
   for (const change of diff.changes) {
-    if (change.severity !== "breaking") continue;
+    if (change.severity !== "breaking" && change.rule !== "VERSION_ADDITIVE_WITHOUT_MINOR") continue;
     const related: RelatedLocation[] = [];
     const current = project.assets.get(change.asset);
     if (current) related.push({ message: `${JSON.stringify(change.asset)} is declared here`, location: current.location });
     else {
       const before = previousAssets.get(change.asset);
       if (before) related.push({ message: `${JSON.stringify(change.asset)} was declared here in the previous manifest`, location: { file: before.contract, line: 1, column: 1 } });
+    }
+    if (change.rule === "VERSION_BREAKING_WITHOUT_MAJOR" || change.rule === "VERSION_ADDITIVE_WITHOUT_MINOR") {
+      const linked = project.contracts.find((c) => c.contract.id === change.contract);
+      if (!linked) continue;
+      const entry = change.rule === "VERSION_BREAKING_WITHOUT_MAJOR" ? Diagnostics.BreakingWithoutMajorVersion : Diagnostics.AdditiveWithoutMinorVersion;
+      diagnostics.push(createDiagnostic(entry, { message: change.message }, linked.located.source.locate(["version"]), { related, ...(change.fix ? { hint: `set "${change.fix}" to acknowledge it` } : {}) }));
+      continue;
     }
     for (const consumer of change.consumers ?? []) {
       const linked = project.contracts.find((c) => c.contract.id === consumer);

@@ -2,6 +2,7 @@ import type { Diagnostic, SourceLocation } from "../diagnostics/diagnostic.js";
 import type { Contract, ExternalAssetsDocument, RunSettings, Status } from "../model/contract.js";
 import type { Located } from "../validate/validateDocuments.js";
 import type { OrchestrationConfig } from "./config.js";
+import type { RenameCandidate } from "../support/renames.js";
 
 /** One Airflow Asset: produced by a contract's dataset, or external. */
 export interface AssetDeclaration {
@@ -64,8 +65,8 @@ export interface LinkedProject {
 export interface LinkContext {
   /** Producer files (SQL) by project-relative path, LF line ends (from discover). */
   producerFiles: ReadonlyMap<string, string>;
-  /** Assets of the previous manifest, by name, for rename hints. */
-  previousAssets?: ReadonlyMap<string, { uri: string }>;
+  /** Assets of the previous manifest, by name, for rename hints (`support/renames.ts`). */
+  previousAssets?: ReadonlyMap<string, Omit<RenameCandidate, "name">>;
   unresolvedNames: ReadonlySet<string>;
   /** Contract ids of documents that failed validation. */
   unresolvedIds?: ReadonlySet<string>;

@@ -1,9 +1,11 @@
 import type { StageResult } from "../diagnostics/diagnostic.js";
-import type { AssetGraph, Edge } from "../graph/buildGraph.js";
+import type { AssetGraph } from "../graph/buildGraph.js";
 import type { LinkedProject } from "../link/linkProject.js";
-import { qualityNames, type DagPlan } from "../plan/planDags.js";
+import type { DagPlan, Manifest, ManifestAsset } from "../model/manifest.js";
+import { manifestQuality } from "../plan/planDags.js";
 import { canonicalJson } from "../support/canonical-json.js";
 import { compareStrings } from "../support/compare.js";
+import { normaliseUri } from "../support/uri.js";
 import { COMPILER_NAME, COMPILER_VERSION } from "../version.js";
 
 /**
@@ -12,38 +14,7 @@ import { COMPILER_NAME, COMPILER_VERSION } from "../version.js";
  */
 export const MANIFEST_VERSION = 1;
 
-export interface ManifestAsset {
-  name: string;
-  uri: string;
-  group: string;
-  extra: Record<string, unknown>;
-  external: boolean;
-  status: string;
-  /** dag_id of the producing DAG; null for externals and for draft or retired producers. */
-  producer: string | null;
-  /** Project-relative path of the declaring document. */
-  contract: string;
-  contract_sha256: string | null;
-  /** Schema of a produced dataset (for the diff's schema rules); null for externals. */
-  schema: { version: number; properties: unknown[] } | null;
-  quality: unknown[];
-  /** Old names this asset declares it replaces (`renamed_from`), sorted. */
-  renamed_from: string[];
-  /**
-   * For an external asset: the project-relative file that stands in for it in local runs, from the
-   * orchestration config's `sample_data` (absent when the config names none).
-   */
-  sample_data?: string;
-}
-
-export interface Manifest {
-  manifestVersion: number;
-  compiler: { name: string; version: string };
-  lineage: { namespace: string };
-  assets: ManifestAsset[];
-  edges: Edge[];
-  dags: DagPlan[];
-}
+export type { Manifest, ManifestAsset } from "../model/manifest.js";
 
 /**
  * The manifest stage: the canonical, sorted record of assets, edges and DAGs (DESIGN §4), which is
@@ -58,6 +29,7 @@ export function buildManifest(project: LinkedProject, graph: AssetGraph, dags: D
     assets.push({
       name: a.name,
       uri: a.uri,
+      ...(normaliseUri(a.uri) !== a.uri ? { airflow_uri: normaliseUri(a.uri) } : {}),
       group: a.group,
       extra: a.extra,
       external: a.external,
@@ -65,9 +37,9 @@ export function buildManifest(project: LinkedProject, graph: AssetGraph, dags: D
       producer: a.producer && (a.status === "active" || a.status === "deprecated") ? a.producer : null,
       contract: a.declaredIn,
       contract_sha256: producer?.sha256 ?? null,
-      schema: dataset ? { version: dataset.schema.version, properties: dataset.schema.properties } : null,
+      schema: dataset ? ({ version: dataset.schema.version, properties: dataset.schema.properties } as ManifestAsset["schema"]) : null,
       // The same assertion names the runtime reports, so the diff keys rules like lineage does.
-      quality: qualityNames(dataset?.quality ?? []).map((name, i) => ({ ...dataset!.quality![i], name, severity: dataset!.quality![i]!.severity ?? "error" })),
+      quality: manifestQuality(dataset?.quality ?? []),
       // Sort for determinism.
       renamed_from: [...(dataset?.renamed_from ?? [])].sort(compareStrings),
       ...(a.external && project.config.sampleData.has(a.name) ? { sample_data: project.config.sampleData.get(a.name)! } : {}),

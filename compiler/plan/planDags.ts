@@ -1,54 +1,13 @@
 import type { StageResult } from "../diagnostics/diagnostic.js";
 import type { OrchestrationConfig } from "../link/config.js";
 import { DEFAULT_LAYER, type AssetDeclaration, type LinkedContract, type LinkedProject } from "../link/linkProject.js";
-import type { AssetCondition, Contract, QualityRule } from "../model/contract.js";
+import type { AssetCondition, Contract, Dataset, QualityRule } from "../model/contract.js";
+import type { ConditionNode, DagPlan, DagRuntime, DefaultArgsPlan, QualityRule as ManifestQualityRule, RuntimeCommon, RuntimeDataset } from "../model/manifest.js";
 import { compareStrings } from "../support/compare.js";
 import { parseDurationSeconds } from "../support/duration.js";
+import { implicitQualityRules } from "./implicitQualityRules.js";
 
-/** An asset condition as the manifest and the templates carry it. */
-export type ConditionNode = { asset: string } | { all: ConditionNode[] } | { any: ConditionNode[] };
-
-/** When a DAG runs: on asset events, on a cron in a time zone, both (either fires), or manually. */
-export interface SchedulePlan {
-  assets: ConditionNode | null;
-  cron: { expression: string; timezone: string } | null;
-}
-
-export interface TaskPlan {
-  task_id: "produce" | "audit" | "publish";
-  inlets: string[];
-  outlets: string[];
-  upstream_task_ids: string[];
-}
-
-/** The run settings as Airflow default_args, durations in seconds. */
-export interface DefaultArgsPlan {
-  owner: string;
-  retries?: number;
-  retry_delay_seconds?: number;
-  execution_timeout_seconds?: number;
-  pool?: string;
-}
-
-/** One DAG to render: a pure description, no Python in it. */
-export interface DagPlan {
-  dag_id: string;
-  contract: string;
-  contract_sha256: string;
-  contract_git_blob: string;
-  contract_version: string;
-  status: "active" | "deprecated";
-  owner: string;
-  description: string;
-  tags: string[];
-  schedule: SchedulePlan;
-  inlets: string[];
-  outlets: string[];
-  tasks: TaskPlan[];
-  default_args: DefaultArgsPlan;
-  /** What the runtime needs at task time (contract_runtime reads it from the manifest). */
-  runtime: Record<string, unknown>;
-}
+export type { ConditionNode, DagPlan, DefaultArgsPlan, SchedulePlan, TaskPlan } from "../model/manifest.js";
 
 function toNode(condition: AssetCondition): ConditionNode {
   if (typeof condition === "string") return { asset: condition };
@@ -77,50 +36,83 @@ export function qualityNames(rules: readonly QualityRule[]): string[] {
   return names.map((n, i) => (names.indexOf(n) !== i || (rules[i]!.name === undefined && rules.some((r) => r.name === n)) ? `${n}_${i + 1}` : n));
 }
 
+/**
+ * A dataset's quality rules as the runtime evaluates them: the author's rules (named, severity
+ * defaulted to `error`), then the implicit rules of its key constraints (`implicitQualityRules`).
+ * An implicit rule whose name an author rule already has gets a position suffix.
+ */
+function qualityOf(d: Dataset): ManifestQualityRule[] {
+  const authored = d.quality ?? [];
+  const implicit = implicitQualityRules(d);
+  const names = qualityNames([...authored, ...implicit]);
+  return [
+    ...authored.map((q, i) => ({ ...q, name: names[i]!, severity: q.severity ?? "error" })),
+    ...implicit.map((q, i) => ({ ...q, name: names[authored.length + i]! })),
+  ];
+}
+
+/**
+ * A dataset's authored quality rules as the manifest's `assets[].quality` carries them: every
+ * default decided here (the name of {@link qualityNames}, severity "error"), so no reader supplies one.
+ */
+export function manifestQuality(rules: readonly QualityRule[]): ManifestQualityRule[] {
+  return qualityNames(rules).map((name, i) => ({ ...rules[i]!, name, severity: rules[i]!.severity ?? "error" }));
+}
+
 function runtimeOf(
   c: LinkedContract,
   assets: ReadonlyMap<string, AssetDeclaration>,
   sqlFiles: ReadonlyMap<string, string>,
   config: OrchestrationConfig,
-): Record<string, unknown> {
+): DagRuntime {
   const contract = c.contract;
-  const runtime: Record<string, unknown> = {
-    kind: contract.kind,
+  const datasets: RuntimeDataset[] = contract.datasets.map((d) => ({
+    name: d.name,
+    asset: `${contract.domain}.${d.name}`,
+    uri: assets.get(`${contract.domain}.${d.name}`)?.uri ?? null,
+    layer: d.layer ?? DEFAULT_LAYER[contract.kind],
+    schema: d.schema as RuntimeDataset["schema"],
+    quality: qualityOf(d),
+    ...(d.physical ? { physical: d.physical } : {}),
+  }));
+  const common: Omit<RuntimeCommon, "kind"> = {
     domain: contract.domain,
     on_failure: contract.on_failure ?? "block_publish",
-    datasets: contract.datasets.map((d) => ({
-      name: d.name,
-      asset: `${contract.domain}.${d.name}`,
-      uri: assets.get(`${contract.domain}.${d.name}`)?.uri ?? null,
-      layer: d.layer ?? DEFAULT_LAYER[contract.kind],
-      schema: d.schema,
-      quality: qualityNames(d.quality ?? []).map((name, i) => ({ ...d.quality![i], name, severity: d.quality![i]!.severity ?? "error" })),
-      ...(d.physical ? { physical: d.physical } : {}),
-    })),
+    datasets,
     upstreams: c.upstreams.map((u) => ({ asset: u.asset, trigger: u.trigger, ...(u.schemaVersion !== undefined ? { schema_version: u.schemaVersion } : {}) })),
+    ...(contract.processing ? { processing: contract.processing } : {}),
+    ...(contract.freshness ? { freshness: contract.freshness } : {}),
+    ...(c.runSettings.warehouse_conn_id ? { warehouse_conn_id: c.runSettings.warehouse_conn_id } : {}),
   };
-  if (contract.kind === "TransformContract") {
+  if (contract.kind === "IngestionContract") {
+    const sample = config.sampleData.get(contract.source.name);
+    return {
+      kind: "IngestionContract",
+      ...common,
+      producer: { type: "load" },
+      source: contract.source,
+      mode: contract.mode,
+      ...(contract.incremental ? { incremental: contract.incremental } : {}),
+      ...(contract.on_schema_drift ? { on_schema_drift: contract.on_schema_drift } : {}),
+      ...(sample !== undefined ? { sample_data: sample } : {}),
+    };
+  }
+  const p = contract.producer;
+  switch (p.type) {
     // The SQL text travels in the manifest: workers share no project files (DESIGN §5.4).
-    const p = contract.producer;
-    if (p.type === "sql") runtime.producer = { ...p, sql: sqlFiles.get(p.path) ?? "" };
-    else if (p.type === "command") {
+    case "sql":
+      return { kind: "TransformContract", ...common, producer: { ...p, sql: sqlFiles.get(p.path) ?? "" } };
+    case "command": {
       // The shim's argument list and environment come from the orchestration config (DESIGN §3.6).
       const family = config.producers.get(p.family);
-      runtime.producer = { ...p, command: [...(family?.command ?? []), ...(p.args ?? [])], env: family?.env ?? {} };
-    } else runtime.producer = p;
-  } else {
-    runtime.producer = { type: "load" };
-    runtime.source = contract.source;
-    runtime.mode = contract.mode;
-    if (contract.incremental) runtime.incremental = contract.incremental;
-    if (contract.on_schema_drift) runtime.on_schema_drift = contract.on_schema_drift;
-    const sample = config.sampleData.get(contract.source.name);
-    if (sample !== undefined) runtime.sample_data = sample;
+      return { kind: "TransformContract", ...common, producer: { ...p, command: [...(family?.command ?? []), ...(p.args ?? [])], env: family?.env ?? {} } };
+    }
+    case "python":
+      return { kind: "TransformContract", ...common, producer: p };
+    case "dbt":
+      // Refused by ImplementedProducerRule before a manifest can be written; never reaches here.
+      throw new Error(`producer type "dbt" of ${contract.id} has no runtime`);
   }
-  if (contract.processing) runtime.processing = contract.processing;
-  if (contract.freshness) runtime.freshness = contract.freshness;
-  if (c.runSettings.warehouse_conn_id) runtime.warehouse_conn_id = c.runSettings.warehouse_conn_id;
-  return runtime;
 }
 
 /**

@@ -96,6 +96,7 @@ export function renderDagModule(dag: DagPlan, assets: ReadonlyMap<string, Manife
         variable: variables.get(name),
         name: pythonString(a.name),
         uri: pythonString(a.uri),
+        airflowUri: a.airflow_uri === undefined ? null : pythonString(a.airflow_uri),
         group: pythonString(a.group),
         extra: pythonLiteral(a.extra),
       };

@@ -6,7 +6,9 @@ operator is told which contract it serves (``contract_id``) and where the compil
 (``manifest_path``); it reads the manifest at task time (ADR 0002) and delegates to
 :mod:`contract_runtime.stages`.
 
-- ``produce`` runs the producer into staging tables; XCom: ``{"staging", "producer"}``.
+- ``produce`` runs the producer into staging tables; XCom: ``{"staging", "producer",
+  "clear_number"}``. Whichever task runs first in a cleared DAG run sends its START
+  (:func:`contract_runtime.stages.start_if_run_is_new`).
 - ``audit`` evaluates the quality rules; pushes the verdict to XCom under the key ``quality``
   (also on failure). A blocking failure raises ``AirflowFailException`` (never retried).
 - ``publish`` (the only task with outlets) swaps staging into the targets in one transaction and
@@ -147,7 +149,13 @@ class AuditOperator(_ContractOperator):
         from contract_runtime import stages
 
         try:
-            summary = stages.audit(self.manifest_path, self.contract_id, run)
+            produced = context["ti"].xcom_pull(task_ids="produce")
+            summary = stages.audit(
+                self.manifest_path,
+                self.contract_id,
+                run,
+                produced=produced if isinstance(produced, dict) else None,
+            )
         except stages.QualityGateFailed as exc:
             context["ti"].xcom_push(key=QUALITY_XCOM_KEY, value=exc.summary)
             raise

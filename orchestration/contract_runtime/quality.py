@@ -10,10 +10,15 @@ A rule is one ``datasets[].quality[]`` item of the manifest. Measures:
 ``invalidValues``    non-NULL rows whose value is not in ``validValues`` (same comparison rule)
 ``duplicateValues``  non-NULL values minus distinct non-NULL values (``count(c) -
                      count(distinct c)``: the rows that repeat an earlier value; NULLs are left
-                     to ``nullValues``)
+                     to ``nullValues``). With ``arguments: {properties: [a, b]}`` (the compiler's
+                     implicit rule of a composite primary key) the same over the tuple, among
+                     rows without a NULL member
 ``rowCount``         rows
 ``type: sql``        the first column of the first row of ``query`` with ``{dataset}`` replaced
                      by the quoted table identifier (NULL -> ``actual`` None, the rule fails)
+
+A rule whose query the database refuses fails with the database's message in ``error``
+(:func:`evaluate_rule`); the audit goes on with the next rule.
 ===================  ==========================================================================
 
 ``unit: percent`` turns a row count into ``100 * count / rows`` (0 for an empty table) before
@@ -45,6 +50,7 @@ __all__ = [
     "DatasetVerdict",
     "QualityRuleError",
     "compare",
+    "database_message",
     "evaluate_dataset",
     "evaluate_rule",
     "operator_of",
@@ -158,6 +164,9 @@ def _measure(wh: Warehouse, table: TableRef, rule: Mapping[str, Any]) -> tuple[A
     metric = rule.get("metric")
     if metric == "rowCount":
         return wh.row_count(table), None
+    key = (rule.get("arguments") or {}).get("properties") if isinstance(rule.get("arguments"), Mapping) else None
+    if metric == "duplicateValues" and key:
+        return _tuple_duplicates(wh, table, [str(p) for p in key])
     column = rule.get("column")
     if not column:
         raise QualityRuleError(f"rule {rule.get('name')!r} ({metric}) needs a column")
@@ -185,34 +194,85 @@ def _measure(wh: Warehouse, table: TableRef, rule: Mapping[str, Any]) -> tuple[A
     return (value or 0), int(total or 0)
 
 
+def _tuple_duplicates(wh: Warehouse, table: TableRef, columns: Sequence[str]) -> tuple[Any, int]:
+    """Rows whose key tuple repeats an earlier row's, among rows without a NULL member."""
+    cols = ", ".join(quote_ident(c) for c in columns)
+    complete = " and ".join(f"{quote_ident(c)} is not null" for c in columns)
+    t = table.sql
+    sql = (
+        f"select (select count(*) from {t} where {complete})"
+        f" - (select count(*) from (select distinct {cols} from {t} where {complete}) d),"
+        f" (select count(*) from {t})"
+    )
+    rows = wh.fetch(sql)
+    value, total = rows[0] if rows else (0, 0)
+    return (value or 0), int(total or 0)
+
+
 def evaluate_rule(wh: Warehouse, table: TableRef, rule: Mapping[str, Any]) -> dict[str, Any]:
     """Measure one rule on ``table`` and compare.
 
     :returns: ``{"name", "metric" (None for sql), "column" (or None), "severity", "operator",
         "expected", "actual" (number or None), "success": bool, "type": "library"|"sql",
         "unit"}``. ``actual`` is a percentage (0-100) when ``unit`` is ``percent``.
-    :raises QualityRuleError: When the rule is malformed. A database error (bad SQL in a
-        ``type: sql`` rule, a missing column) propagates as the driver's exception.
+        A rule the database cannot evaluate (bad SQL in a ``type: sql`` rule, a missing
+        column, a type error) fails: ``actual`` None, ``success`` False, and ``error`` holds the
+        database's message (:func:`database_message`); its severity decides what follows.
+    :raises QualityRuleError: When the rule is malformed.
+    :raises Exception: The driver's exception when the warehouse no longer answers at all
+        (connection lost): that is the task failing, and a retry may help.
     """
     operator, expected = operator_of(rule)
     kind = "sql" if rule.get("type") == "sql" else "library"
-    raw, total = _measure(wh, table, rule)
-    actual = _number(raw)
     unit = rule.get("unit", "rows")
+    error: str | None = None
+    try:
+        raw, total = _measure(wh, table, rule)
+    except QualityRuleError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the driver's own error types differ per warehouse
+        _raise_unless_warehouse_answers(wh, exc)
+        error = database_message(exc)
+        raw, total = None, None
+    actual = _number(raw)
     if unit == "percent" and total is not None and actual is not None:
         actual = _number(100.0 * actual / total) if total else 0
-    return {
-        "name": str(rule.get("name") or rule.get("metric") or "sql"),
+    result = {
+        # Name and severity are decided by the compiler (the manifest schema requires both).
+        "name": str(rule["name"]),
         "metric": None if kind == "sql" else rule.get("metric"),
         "column": rule.get("column"),
-        "severity": rule.get("severity", "error"),
+        "severity": rule["severity"],
         "operator": operator,
         "expected": expected,
         "actual": actual,
-        "success": compare(operator, expected, actual),
+        "success": error is None and compare(operator, expected, actual),
         "type": kind,
         "unit": unit,
     }
+    if error is not None:
+        result["error"] = error
+    return result
+
+
+def database_message(error: BaseException) -> str:
+    """``Type: message`` of a driver error on one line, at most 500 characters."""
+    text = " ".join(str(error).split())
+    line = f"{type(error).__name__}: {text}" if text else type(error).__name__
+    return line if len(line) <= 500 else line[:499] + "\u2026"
+
+
+def _raise_unless_warehouse_answers(wh: Warehouse, error: BaseException) -> None:
+    """Re-raise ``error`` when the warehouse itself is gone (a retry may help), not the query.
+
+    A query the database refuses (syntax, unknown column, type error) leaves the connection
+    usable, since every statement outside a transaction is rolled back on failure; a lost
+    connection or server does not answer ``select 1`` either, and that is the task's failure.
+    """
+    try:
+        wh.scalar("select 1")
+    except Exception:  # noqa: BLE001 - any failure here means the warehouse is unusable
+        raise error from None
 
 
 @dataclass
@@ -263,7 +323,7 @@ class DatasetVerdict:
             "failed_warnings": self.failed("warning"),
             "failed_info": self.failed("info"),
             "results": [
-                {k: r[k] for k in ("name", "severity", "success", "actual", "expected", "operator")}
+                {k: r[k] for k in ("name", "severity", "success", "actual", "expected", "operator", "error") if k in r}
                 for r in self.results
             ],
         }
@@ -287,5 +347,7 @@ def evaluate_dataset(wh: Warehouse, table: TableRef, dataset: Mapping[str, Any])
             result["operator"],
             result["expected"],
         )
+        if "error" in result:
+            log.warning("quality rule %s could not be evaluated: %s", result["name"], result["error"])
         verdict.results.append(result)
     return verdict

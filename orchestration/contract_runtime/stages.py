@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import importlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from contract_runtime.manifest import ManifestError, find_dag, load_manifest
@@ -139,6 +139,30 @@ def staging_tables(dag: dict[str, Any], run: RunIdentity) -> dict[str, TableRef]
     }
 
 
+# ---------------------------------------------------------------------- run cycle
+
+
+def start_if_run_is_new(
+    manifest: dict[str, Any], dag: dict[str, Any], run: RunIdentity, upstream: Mapping[str, Any] | None
+) -> None:
+    """Send START when this task is the first to run in a cleared DAG run.
+
+    Airflow adds one to ``dag_run.clear_number`` whenever any task of the run is cleared, and the
+    OpenLineage runId (ours and the provider's) is keyed on it: a new run. ``produce`` sends START
+    on its first try since the clear; ``audit`` or ``publish`` cleared without ``produce`` must
+    send it themselves. They can tell from the XCom of the task before them, which records the
+    clear number it ran under: another number means it did not run in this clear.
+
+    :param upstream: The XCom of the task before this one (``produce``'s return value for
+        ``audit``, the audit summary for ``publish``), or None when unknown (no START then).
+    """
+    if not run.is_first_try or run.clear_number == 0 or upstream is None:
+        return
+    if upstream.get("clear_number", 0) == run.clear_number:
+        return
+    _lineage("emit_start", manifest, dag, run)
+
+
 # ---------------------------------------------------------------------- produce
 
 
@@ -151,7 +175,8 @@ def produce(
     clean), runs the producer, then checks that every dataset's staging table exists and has
     every contract column.
 
-    :returns: ``{"staging": {dataset: "schema.table"}, "producer": <producer summary>}``.
+    :returns: ``{"staging": {dataset: "schema.table"}, "producer": <producer summary>,
+        "clear_number": <the DAG run's clear number>}``.
     :raises NonRetryableError: Producer configuration or data errors, missing staging tables
         or columns.
     """
@@ -186,7 +211,11 @@ def produce(
                 problems.append(f"{ds['name']}: staging {table.dotted} lacks contract columns {missing}")
         if problems:
             raise _NonRetryableProducer(f"{contract_id}: " + "; ".join(problems))
-        return {"staging": {k: v.dotted for k, v in staging.items()}, "producer": summary}
+        return {
+            "staging": {k: v.dotted for k, v in staging.items()},
+            "producer": summary,
+            "clear_number": run.clear_number,
+        }
     finally:
         wh.close()
 
@@ -199,7 +228,12 @@ class _NonRetryableProducer(NonRetryableError):
 
 
 def audit(
-    manifest_path: str, contract_id: str, run: RunIdentity, *, opener: WarehouseOpener = open_warehouse
+    manifest_path: str,
+    contract_id: str,
+    run: RunIdentity,
+    *,
+    opener: WarehouseOpener = open_warehouse,
+    produced: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Evaluate every quality rule of every dataset on its staging table, then gate.
 
@@ -211,6 +245,8 @@ def audit(
         "datasets": [DatasetVerdict.summary(), ...], "quarantine": []}``.
     :raises QualityGateFailed: On a blocking failure (its ``summary`` has ``status``
         ``blocked`` or ``quarantined``).
+    :param produced: What ``produce`` returned (its XCom), to tell whether this task starts a
+        cleared DAG run (see :func:`start_if_run_is_new`).
     :raises NonRetryableError: When a staging table is missing or a rule is malformed.
     """
     from contract_runtime.publish import quarantine_datasets
@@ -221,8 +257,9 @@ def audit(
     )
 
     manifest, dag = _load(manifest_path, contract_id)
+    start_if_run_is_new(manifest, dag, run, produced)
     runtime = dag["runtime"]
-    on_failure = str(runtime.get("on_failure", "block_publish"))
+    on_failure = runtime["on_failure"]
     staging = staging_tables(dag, run)
     wh = opener(runtime.get("warehouse_conn_id"))
     try:
@@ -250,13 +287,18 @@ def audit(
             "status": "degraded" if "degraded" in statuses else "passed",
             "datasets": [v.summary(on_failure) for v in verdicts],
             "quarantine": [],
+            "clear_number": run.clear_number,
         }
         blocking = [v for v in verdicts if v.blocking]
         if blocking and on_failure != "warn":
             failed = "; ".join(
                 f"{v.asset}: "
                 + ", ".join(
-                    f"{r['name']} (actual {r['actual']}, {r['operator']} {r['expected']})"
+                    (
+                        f"{r['name']} (not evaluated: {r['error']})"
+                        if r.get("error")
+                        else f"{r['name']} (actual {r['actual']}, {r['operator']} {r['expected']})"
+                    )
                     for r in v.results
                     if not r["success"] and r["severity"] == "error"
                 )
@@ -299,6 +341,7 @@ def publish(
     from contract_runtime.publish import PublishError, publish_datasets
 
     manifest, dag = _load(manifest_path, contract_id)
+    start_if_run_is_new(manifest, dag, run, audit_summary)
     if not audit_summary or not isinstance(audit_summary.get("datasets"), list):
         raise _NonRetryableProducer(f"{contract_id}: no audit result for run {run.run_id!r}; nothing published")
     verdicts = {str(d["dataset"]): d for d in audit_summary["datasets"]}

@@ -19,10 +19,18 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+# scripts/livestack.py (the live Airflow stack) is shared with the demo; import it from there.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+from livestack import LiveStack, StackUnavailable  # noqa: E402
 
 _AIRFLOW_HOME: str = tempfile.mkdtemp(prefix="contract-assets-airflow-home-")
 os.environ["AIRFLOW_HOME"] = _AIRFLOW_HOME
@@ -60,3 +68,67 @@ def pytest_terminal_summary(
 def airflow_home() -> str:
     """Path of the temporary AIRFLOW_HOME used for this test session."""
     return _AIRFLOW_HOME
+
+
+# --------------------------------------------------------------------------- the live stack
+
+#: The fixture name; tests that use it run last (see pytest_collection_modifyitems).
+LIVE_STACK_FIXTURE = "live_stack"
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Run the tests that use the live stack last, in their collected order: the stack starts
+    once and stays up until the session ends, so everything else runs before it, never beside
+    it (2 cores)."""
+    live = [i for i in items if LIVE_STACK_FIXTURE in getattr(i, "fixturenames", ())]
+    if live:
+        rest = [i for i in items if LIVE_STACK_FIXTURE not in getattr(i, "fixturenames", ())]
+        items[:] = rest + live
+
+
+@pytest.fixture(scope="session")
+def live_stack(request: pytest.FixtureRequest, terminal_summary: list[str]) -> Iterator[LiveStack]:
+    """One live Airflow 3.2 stack for the whole session (``scripts/livestack.py``).
+
+    PostgreSQL metadata database and PostgreSQL warehouse (Connection ``warehouse``), a fresh
+    AIRFLOW_HOME, ``airflow db migrate``, api-server, scheduler (LocalExecutor), dag-processor
+    and triggerer on loopback, over this repository's ``generated/dags`` (compile first), plus the
+    ``projects`` bundle for DAGs a test brings (:meth:`LiveStack.add_project`). Every bundled DAG
+    is registered before the fixture returns. DAGs are paused at creation: a test unpauses and
+    triggers what it runs, and must leave the stack quiescent
+    (:meth:`LiveStack.wait_until_quiescent`) for the next one. The REST client and the waits are
+    documented in ``scripts/livestack.py``.
+
+    Skipped, loudly, when the environment cannot run it (:class:`StackUnavailable`). Stopped at
+    the end of the session; its logs are kept (path printed) when a test failed.
+    """
+    import json
+    import time
+
+    started = time.monotonic()
+    failed_before = request.session.testsfailed
+    stack = LiveStack(work=Path(tempfile.mkdtemp(prefix="contract-assets-live-")))
+    try:
+        stack.start()
+        manifest = json.loads(
+            (Path(__file__).resolve().parents[2] / "generated" / "manifest.json").read_text(encoding="utf-8")
+        )
+        stack.wait_for_dags(d["dag_id"] for d in manifest["dags"])
+    except StackUnavailable as exc:
+        stack.stop()
+        message = f"ENVIRONMENT: the live Airflow stack cannot start here, its tests are SKIPPED: {exc}"
+        warnings.warn(message, stacklevel=2)
+        print(f"\n{'!' * 20} {message} {'!' * 20}", file=sys.stderr)
+        pytest.skip(message)
+    except BaseException:
+        stack.failed = True
+        stack.stop()
+        raise
+    terminal_summary.append(f"live stack: started in {time.monotonic() - started:.1f} s at {stack.url}")
+    try:
+        yield stack
+    finally:
+        if request.session.testsfailed > failed_before:
+            stack.failed = True
+        stack.stop()
+        terminal_summary.append(f"live stack: up for {time.monotonic() - started:.1f} s in total")

@@ -1,8 +1,9 @@
 """The warehouse through a common-sql connection, against a real PostgreSQL server.
 
-The fixture starts a throw-away server: ``initdb`` into a temporary folder and ``pg_ctl start``
-on 127.0.0.1 and a free port (as the ``postgres`` system user via ``runuser`` when the tests run
-as root, since PostgreSQL refuses to run as root), and stops it at the end. It never assumes a
+The fixture starts a throw-away server with ``livestack.PostgresServer`` (the live stack's):
+``initdb`` into a temporary folder and ``pg_ctl start`` on 127.0.0.1 and a free port (as the
+``postgres`` system user via ``runuser`` when the tests run as root, since PostgreSQL refuses to
+run as root), and stops it at the end. It never assumes a
 server is running. Without PostgreSQL binaries (``scripts/ensure-postgres.sh`` installs them on
 Debian) the module is skipped with that reason.
 
@@ -12,12 +13,7 @@ The Airflow connection is given as ``AIRFLOW_CONN_CA_PG_TEST`` (conn_type ``post
 
 from __future__ import annotations
 
-import glob
-import os
-import pwd
 import shutil
-import socket
-import subprocess
 import tempfile
 from collections.abc import Iterator
 from decimal import Decimal
@@ -30,85 +26,25 @@ from contract_runtime.quality import evaluate_rule
 from contract_runtime.sqlutil import TableRef, quote_ident
 from contract_runtime.state import get_watermark
 from contract_runtime.warehouse import DbApiWarehouse, Warehouse, open_warehouse
+from livestack import PostgresServer, StackUnavailable
 from runtime_support import dag_entry, run_identity, write_manifest
 
 CONN_ID = "ca_pg_test"
 
 
-def _pg_bin() -> str | None:
-    candidates = sorted(
-        glob.glob("/usr/lib/postgresql/*/bin"), key=lambda p: int(p.split("/")[-2]) if p.split("/")[-2].isdigit() else 0
-    )
-    for d in reversed(candidates):
-        if os.path.exists(os.path.join(d, "initdb")) and os.path.exists(os.path.join(d, "pg_ctl")):
-            return d
-    initdb = shutil.which("initdb")
-    return os.path.dirname(initdb) if initdb and shutil.which("pg_ctl") else None
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def pg_server() -> Iterator[dict[str, Any]]:
-    bin_dir = _pg_bin()
-    if bin_dir is None:
-        pytest.skip("PostgreSQL server binaries not found (run scripts/ensure-postgres.sh: Debian package postgresql)")
-    as_root = os.geteuid() == 0
-    prefix: list[str] = []
-    if as_root:
-        try:
-            pwd.getpwnam("postgres")
-        except KeyError:
-            pytest.skip("running as root and no 'postgres' user to run the server as")
-        # runuser lives in /usr/sbin, which a minimal PATH (CI, env -i) may lack.
-        runuser = shutil.which("runuser") or next((p for p in ("/usr/sbin/runuser", "/sbin/runuser") if os.path.exists(p)), None)
-        if runuser is None:
-            pytest.skip("running as root and no runuser to start the server as the 'postgres' user")
-        prefix = [runuser, "-u", "postgres", "--"]
-    base = tempfile.mkdtemp(prefix="ca-pg-")
-    data, sock, log = os.path.join(base, "data"), os.path.join(base, "sock"), os.path.join(base, "server.log")
-    os.makedirs(sock)
-    if as_root:
-        os.chmod(base, 0o755)
-        shutil.chown(base, "postgres")
-        shutil.chown(sock, "postgres")
-    port = _free_port()
-    run = lambda *cmd: subprocess.run([*prefix, *cmd], check=True, capture_output=True, text=True)
+    server = PostgresServer(Path(tempfile.mkdtemp(prefix="ca-pg-")))
     try:
-        run(os.path.join(bin_dir, "initdb"), "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync")
-        run(
-            os.path.join(bin_dir, "pg_ctl"),
-            "-D",
-            data,
-            "-l",
-            log,
-            "-w",
-            "-t",
-            "60",
-            "start",
-            "-o",
-            f"-p {port} -k {sock} -c listen_addresses=127.0.0.1 -c fsync=off",
-        )
-    except subprocess.CalledProcessError as exc:
-        shutil.rmtree(base, ignore_errors=True)
-        pytest.fail(f"could not start PostgreSQL: {exc.stderr or exc.stdout}")
-    except OSError as exc:
-        shutil.rmtree(base, ignore_errors=True)
-        pytest.fail(f"could not start PostgreSQL: {exc}")
-    uri = f"postgres://postgres@127.0.0.1:{port}/postgres"
+        server.start()
+    except StackUnavailable as exc:
+        shutil.rmtree(server.base, ignore_errors=True)
+        pytest.skip(str(exc))
     try:
-        yield {"uri": uri, "port": port}
+        yield {"uri": server.uri(), "port": server.port}
     finally:
-        subprocess.run(
-            [*prefix, os.path.join(bin_dir, "pg_ctl"), "-D", data, "-m", "immediate", "-w", "stop"],
-            capture_output=True,
-            check=False,
-        )
-        shutil.rmtree(base, ignore_errors=True)
+        server.stop()
+        shutil.rmtree(server.base, ignore_errors=True)
 
 
 @pytest.fixture
@@ -274,3 +210,27 @@ def test_sql_producer_and_quarantine_on_postgres(pg: Warehouse, tmp_path: Path) 
     assert not pg.table_exists(TableRef("sales", "orders"))
     assert pg.list_tables("_ca_staging") == []
     assert pg.row_count(TableRef(*q["table"].split(".", 1))) == 2
+
+
+def test_a_broken_quality_query_is_that_rule_failing_on_postgres(pg: Warehouse) -> None:
+    """PostgreSQL aborts the transaction on an error: the next rule must still be evaluated."""
+    from contract_runtime.quality import evaluate_dataset
+
+    t = TableRef("sales", "broken_q")
+    pg.create_table(t, [("id", "TEXT")])
+    pg.insert_rows(t, ["id"], [("a",), ("b",)])
+    verdict = evaluate_dataset(
+        pg,
+        t,
+        {
+            "name": "q",
+            "quality": [
+                {"name": "broken", "type": "sql", "query": "select count(*) from {dataset} where nope", "mustBe": 0, "severity": "warning"},
+                {"name": "rows", "metric": "rowCount", "mustBe": 2, "severity": "error"},
+            ],
+        },
+    )
+    broken, rows = verdict.results
+    assert broken["success"] is False and 'column "nope" does not exist' in broken["error"]
+    assert rows["success"] is True and rows["actual"] == 2
+    assert verdict.status("block_publish") == "degraded"

@@ -32,6 +32,7 @@ from contract_runtime.warehouse import (
     default_duckdb_path,
     open_warehouse,
 )
+from runtime_support import dag_entry, write_manifest
 
 HOSTILE = [
     'x"; drop table victims; --',
@@ -276,9 +277,7 @@ def test_duckdb_connection_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 
 
 def test_manifest_cache_version_and_lookup(tmp_path: Path) -> None:
-    path = tmp_path / "generated" / "manifest.json"
-    path.parent.mkdir()
-    path.write_text(json.dumps({"manifestVersion": 1, "dags": [{"dag_id": "a.b", "runtime": {"domain": "a"}}]}))
+    path = Path(write_manifest(tmp_path, [dag_entry("a.b", domain="a")]))
     m = load_manifest(path)
     assert load_manifest(str(path)) is m
     assert find_dag(m, "a.b")["runtime"]["domain"] == "a"

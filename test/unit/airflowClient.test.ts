@@ -203,9 +203,29 @@ describe("runStaleCommand", () => {
   }
   const MANIFEST = JSON.stringify({
     manifestVersion: 1,
-    assets: [{ name: "a", uri: "x-lake://a", group: "a", extra: {}, external: false, status: "active", producer: "a", contract: "contracts/a.yaml", schema: null, quality: [], renamed_from: [] }],
+    compiler: { name: "contract-assets", version: "0.0.0" },
+    lineage: { namespace: "test" },
+    assets: [{ name: "a", uri: "x-lake://a", group: "a", extra: {}, external: false, status: "active", producer: "a", contract: "contracts/a.yaml", contract_sha256: null, schema: null, quality: [], renamed_from: [] }],
     edges: [],
-    dags: [{ dag_id: "a", inlets: [], outlets: ["a"], schedule: { assets: null, cron: null }, runtime: {} }],
+    dags: [
+      {
+        dag_id: "a",
+        contract: "contracts/a.yaml",
+        contract_sha256: "0",
+        contract_git_blob: "0",
+        contract_version: "1.0.0",
+        status: "active",
+        owner: "o",
+        description: "",
+        tags: [],
+        inlets: [],
+        outlets: ["a"],
+        schedule: { assets: null, cron: null },
+        tasks: [],
+        default_args: { owner: "o" },
+        runtime: { kind: "TransformContract", domain: "a", on_failure: "block_publish", datasets: [], upstreams: [], producer: { type: "python", entrypoint: "a:b" } },
+      },
+    ],
   });
 
   async function run(root: string, airflowUrl: string, env: Record<string, string> = {}, format: "text" | "json" = "json") {

@@ -26,6 +26,15 @@ describe("diff", () => {
       expect(r.id).toMatch(/^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$/);
       expect(r.purpose).toMatch(/^[A-Z].*\.$/);
       expect(["breaking", "dangerous", "safe"]).toContain(r.severity);
+      expect(["breaking", "non-breaking", "metadata-only"]).toContain(r.category);
+      expect(["asset", "consumer", "contract"]).toContain(r.about);
+    }
+  });
+
+  it("lists every change rule in ARCHITECTURE.md with its side, severity and category", () => {
+    const doc = fs.readFileSync(path.join(REPO, "ARCHITECTURE.md"), "utf8");
+    for (const r of CHANGE_RULES) {
+      expect(doc, r.id).toContain(`| \`${r.id}\` | ${r.about} | ${r.severity} | ${r.category}${r.additive ? " (additive)" : ""} | ${r.purpose} |`);
     }
   });
 
@@ -100,20 +109,32 @@ describe("diff", () => {
     expect(r.stdout).not.toContain("billings_by_contract\" is removed");
   });
 
-  it("compile fails with a located error on a breaking change and writes nothing", () => {
+  it("compile fails at the version line on a breaking change under the same major, and writes nothing", () => {
     const root = copyBundledProject();
     expect(cli(["compile", "--root", root]).status).toBe(0);
     const before = fs.readFileSync(path.join(root, "generated", "manifest.json"), "utf8");
     const file = path.join(root, "contracts", "finance", "billings_by_contract.yaml");
-    // Drop the property and the producer's own rule on it: only the consumer's rule still names it.
+    // Drop the property and the producer's own rule on it. The consumer revrec.monthly has rules on
+    // a contract_id column too, but of its own dataset: they do not read the upstream's property;
+    // its pin of schema version 1 does.
     const edited = fs
       .readFileSync(file, "utf8")
       .replace(/\n\s+- \{name: contract_id, logicalType: string[^\n]*/, "")
       .replace(/\n\s+- \{metric: nullValues, column: contract_id[^\n]*/, "");
     fs.writeFileSync(file, edited);
-    const r = cli(["compile", "--root", root]);
-    expect(r.stderr).toMatch(/contracts\/revrec\/monthly\.yaml:\d+:\d+: error CA7001: breaking change CONSUMER_RULE_NAMES_REMOVED_PROPERTY/);
+    const r = cli(["compile", "--diff", "--root", root]);
+    expect(r.stderr).toMatch(/contracts\/finance\/billings_by_contract\.yaml:4:10: error CA7701: the contract "finance\.billings_by_contract" makes a breaking change under version 1\.2\.0 \(was 1\.2\.0\): PROPERTY_REMOVED: the property "contract_id" of "finance\.billings_by_contract" is removed; a breaking change needs a major version \(2\.0\.0\)/);
+    expect(r.stderr).toMatch(/contracts\/revrec\/monthly\.yaml:21:13: error CA7001: breaking change CONSUMER_PINNED_SCHEMA_CHANGED: the schema of "finance\.billings_by_contract" changed under version 1 \("contract_id" removed\) but "revrec\.monthly" pins that version/);
+    expect(r.stdout).not.toContain("CONSUMER_RULE_NAMES_REMOVED_PROPERTY");
     expect(r.status).toBe(1);
     expect(fs.readFileSync(path.join(root, "generated", "manifest.json"), "utf8")).toBe(before);
+    // A major version and a new schema version the consumer pins acknowledge it: the compile goes
+    // through and says so.
+    fs.writeFileSync(file, edited.replace(/^version: "1\.2\.0"$/m, 'version: "2.0.0"').replace(/^(    schema:\n      version:) 1$/m, "$1 2"));
+    const monthly = path.join(root, "contracts", "revrec", "monthly.yaml");
+    fs.writeFileSync(monthly, fs.readFileSync(monthly, "utf8").replace("{asset: finance.billings_by_contract, schema_version: 1}", "{asset: finance.billings_by_contract, schema_version: 2}"));
+    const acknowledged = cli(["compile", "--diff", "--root", root]);
+    expect(acknowledged.status).toBe(0);
+    expect(acknowledged.stdout).toMatch(/^dangerous VERSION_BREAKING_ACKNOWLEDGED +the contract "finance\.billings_by_contract" makes a breaking change, acknowledged by the major version 2\.0\.0 \(was 1\.2\.0\)/m);
   });
 });

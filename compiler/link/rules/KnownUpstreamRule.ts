@@ -1,14 +1,14 @@
 import { createDiagnostic, Diagnostics } from "../../diagnostics/catalogue.js";
 import { suggest } from "../../support/suggest.js";
-import { normaliseUri } from "../../support/uri.js";
+import { describeRenameEvidence, matchProbableRenames, type RenameCandidate } from "../../support/renames.js";
 import type { LinkRule, LinkState } from "./rule.js";
 
 /**
  * Every upstream of a contract that runs (not retired) names an Asset of the project. Why: Airflow
  * accepts any name and creates an orphan Asset that no DAG ever updates, so a typo would leave the
  * consumer waiting forever. Names whose declaration failed validation or clashed are not reported
- * again. The hint says where the Asset went: renamed through `renamed_from`, renamed with the same
- * URI since the previous manifest, a contract id given for a dataset, or the closest name.
+ * again. The hint says where the Asset went: renamed through `renamed_from`, probably renamed since the
+ * previous manifest (same contract and matching schema, or same URI: `support/renames.ts`), a contract id given for a dataset, or the closest name.
  */
 export const KnownUpstreamRule: LinkRule = {
   name: "KnownUpstreamRule",
@@ -28,19 +28,22 @@ function unknownHint(state: LinkState): (name: string) => string | undefined {
   const { assets, ids } = state.table;
   // Assets renamed through renamed_from, for consumers that did not follow.
   const renamedTo = new Map<string, string>();
+  // Assets the previous state did not have: rename candidates for a consumer of a vanished name.
+  const added: RenameCandidate[] = [];
+  const previousAssets = state.context.previousAssets;
   for (const a of assets.values()) {
     const producer = a.producer ? ids.get(a.producer) : undefined;
     const dataset = producer?.document.datasets.find((d) => `${producer.document.domain}.${d.name}` === a.name);
     for (const old of dataset?.renamed_from ?? []) renamedTo.set(old, a.name);
+    if (previousAssets && !previousAssets.has(a.name)) added.push({ name: a.name, uri: a.uri, contractId: a.producer ?? null, properties: dataset?.schema.properties ?? [] });
   }
-  const byNormalisedUri = new Map([...assets.values()].map((a) => [normaliseUri(a.uri), a.name]));
   return (name) => {
     const declared = renamedTo.get(name);
     if (declared) return `it was renamed to "${declared}" (renamed_from); update this upstream`;
-    const previous = state.context.previousAssets?.get(name);
+    const previous = previousAssets?.get(name);
     if (previous) {
-      const now = byNormalisedUri.get(normaliseUri(previous.uri));
-      if (now && now !== name) return `it looks renamed to "${now}" (same URI ${JSON.stringify(previous.uri)}); update this upstream`;
+      const [rename] = matchProbableRenames([{ name, ...previous }], added);
+      if (rename) return `it looks renamed to "${rename.to}" (${describeRenameEvidence(rename, previous.contractId)}); update this upstream`;
     }
     const produced = [...assets.values()].filter((a) => a.producer === name).map((a) => a.name);
     if (produced.length) return `"${name}" is a contract; read one of its datasets: ${produced.map((p) => `"${p}"`).join(", ")}`;

@@ -1,6 +1,7 @@
 import { CredentialInTextRule } from "./CredentialInTextRule.js";
 import { DagTagRule } from "./DagTagRule.js";
 import { IdDomainRule } from "./IdDomainRule.js";
+import { ImplementedProducerRule } from "./ImplementedProducerRule.js";
 import { NestingDepthRule } from "./NestingDepthRule.js";
 import { PiiLegalBasisRule } from "./PiiLegalBasisRule.js";
 import { ProjectPathRule } from "./ProjectPathRule.js";
@@ -30,4 +31,5 @@ export const DOCUMENT_RULES: readonly DocumentRule[] = [
   IdDomainRule,
   CredentialInTextRule,
   NestingDepthRule,
+  ImplementedProducerRule,
 ];

@@ -2,7 +2,8 @@
 
 The runtime's tasks call four functions; each builds one RunEvent from the compiled manifest and
 the run, and sends it through the openlineage-python client (transport from the client's own
-configuration). None of them ever raises or blocks a task for longer than the emit timeout:
+configuration). None of them ever raises; together they block a task try for at most one lineage
+budget (``CONTRACT_ASSETS_LINEAGE_TIMEOUT``, see :mod:`contract_runtime.lineage.transport`):
 
 * :func:`emit_start` — ``produce`` starts (first try): START.
 * :func:`emit_assertions` — ``audit`` evaluated a dataset's rules: OTHER, with
@@ -47,8 +48,22 @@ __all__ = [
 ]
 
 
-def _emit(kind: str, dag: Mapping[str, Any], build: Callable[[], Any]) -> None:
-    """Build and send one event (bounded, never raising) unless lineage is switched off."""
+def budget_key(run: object) -> tuple[object, ...] | None:
+    """The task try whose lineage budget an event draws on (see ``transport.send``)."""
+    try:
+        return tuple(
+            getattr(run, name)
+            for name in ("dag_id", "run_id", "task_id", "try_number", "map_index")
+        )
+    except AttributeError:
+        return None
+
+
+def _emit(
+    kind: str, dag: Mapping[str, Any], build: Callable[[], Any], run: object = None
+) -> None:
+    """Build and send one event (bounded by the task's budget, never raising) unless lineage is
+    switched off."""
     if lineage_disabled():
         return
     try:
@@ -56,7 +71,7 @@ def _emit(kind: str, dag: Mapping[str, Any], build: Callable[[], Any]) -> None:
     except Exception:  # noqa: BLE001 - not a mapping: the build will fail and say so
         dag_id = "?"
     try:
-        send(kind, dag_id, build)
+        send(kind, dag_id, build, budget_key(run))
     except Exception as error:  # noqa: BLE001 - e.g. no thread can start: never the task's problem
         log.warning(
             "lineage: %s event of %s not sent: %s", kind, dag_id, one_line(error)
@@ -70,7 +85,7 @@ def emit_start(manifest: dict, dag: dict, run: RunIdentityLike) -> None:
     :param dag: Its ``dags[]`` entry for this contract.
     :param run: The run identity (``contract_runtime.run.RunIdentity``).
     """
-    _emit("START", dag, lambda: start_event(manifest, dag, run))
+    _emit("START", dag, lambda: start_event(manifest, dag, run), run)
 
 
 def emit_assertions(
@@ -84,7 +99,7 @@ def emit_assertions(
     :param results: ``[{name, metric, column, severity, operator, expected, actual, success,
         type}]``, one per rule.
     """
-    _emit("OTHER", dag, lambda: assertions_event(manifest, dag, run, dataset, results))
+    _emit("OTHER", dag, lambda: assertions_event(manifest, dag, run, dataset, results), run)
 
 
 def emit_complete(
@@ -97,7 +112,7 @@ def emit_complete(
         lineage namespace; see :func:`sql_warehouse_namespace`, :func:`duckdb_warehouse_namespace`)
         and ``warehouse_database`` (prefixed to ``table`` in the dataset name).
     """
-    _emit("COMPLETE", dag, lambda: complete_event(manifest, dag, run, outputs))
+    _emit("COMPLETE", dag, lambda: complete_event(manifest, dag, run, outputs), run)
 
 
 def emit_fail(
@@ -109,4 +124,4 @@ def emit_fail(
         into ``errorMessage`` with credentials masked.
     :param task_id: The task that failed.
     """
-    _emit("FAIL", dag, lambda: fail_event(manifest, dag, run, error, task_id))
+    _emit("FAIL", dag, lambda: fail_event(manifest, dag, run, error, task_id), run)

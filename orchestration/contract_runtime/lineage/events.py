@@ -235,6 +235,8 @@ def complete_event(
         quarantined = bool(output.get("quarantined"))
         if not quarantined and entry.get("physical"):
             located["physical"] = entry["physical"]
+        if not quarantined and entry.get("uri"):
+            located["uri"] = entry["uri"]
         namespace, name = dataset_identity(lineage_namespace, located)
         dataset_facets: dict[str, Any] = {
             "schema": F.schema_facet(output.get("columns") or [])

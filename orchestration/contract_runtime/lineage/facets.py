@@ -358,6 +358,9 @@ def assertions_facet(
         params: dict[str, Any] = {}
         if result.get("operator"):
             params["operator"] = str(result["operator"])
+        if result.get("error"):
+            # the database's message: why the rule could not be evaluated
+            params["error"] = mask_text(str(result["error"]))
         assertions.append(
             data_quality_assertions_dataset.Assertion(
                 assertion=str(result.get("metric") or result.get("type") or "sql"),

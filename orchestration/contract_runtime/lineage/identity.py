@@ -7,6 +7,9 @@ Airflow Asset, rides along as a ``symlinks`` identifier of type ``ASSET``.
 
 Resolution order for a dataset the runtime produced:
 
+0. an Asset URI the Airflow OpenLineage provider converts (``postgres://``, ``file://``, ``s3://``,
+   ``gs://``): named exactly as the provider names that Asset (:func:`asset_dataset`), so our
+   events and the provider's meet in one dataset;
 1. ``physical: {namespace, name}`` declared on the contract's dataset (compiled into the manifest);
 2. else the warehouse the runtime wrote to: ``namespace`` = the ``warehouse_namespace`` the caller
    passes (see :func:`sql_warehouse_namespace`, :func:`duckdb_warehouse_namespace`), default the
@@ -14,17 +17,19 @@ Resolution order for a dataset the runtime produced:
    ``schema.table`` the caller passes, default the Asset name (the runtime stores Asset
    ``<domain>.<name>`` as table ``<domain>.<name>``; the bundled SQL relies on it).
 
-An external Asset whose URI names a real location (``s3://bucket/key``) is identified by that URI
-(:func:`uri_identity`); one with a logical ``x-`` scheme is read from the warehouse like a produced
-one.
+An external Asset is named like the provider names it (:func:`asset_dataset`); a URI of another
+scheme that names a real location (``hdfs://nn/x``) by that URI (:func:`uri_identity`); one with a
+logical ``x-`` scheme is read from the warehouse like a produced one.
 
 Every namespace leaves here without URI user-info.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import posixpath
+import sys
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -32,9 +37,13 @@ from urllib.parse import urlsplit
 from contract_runtime.lineage.redact import strip_userinfo
 
 __all__ = [
+    "PROVIDER_CONVERTED_SCHEMES",
+    "asset_dataset",
     "asset_symlink",
     "dataset_identity",
     "duckdb_warehouse_namespace",
+    "equivalent_asset_dataset",
+    "provider_asset_dataset",
     "sql_warehouse_namespace",
     "upstream_identity",
     "uri_identity",
@@ -108,13 +117,17 @@ def dataset_identity(
     """Physical ``(namespace, name)`` of a dataset the runtime produced or audited.
 
     :param lineage_namespace: The manifest's ``lineage.namespace`` (the default namespace).
-    :param entry: A mapping with ``asset`` and optionally ``physical: {namespace, name}``,
+    :param entry: A mapping with ``asset`` and optionally ``uri`` (the Asset URI),
+        ``physical: {namespace, name}``,
         ``table`` (``schema.table``), ``warehouse_namespace`` and ``warehouse_database``: a
         manifest dataset, an output dict of :func:`~contract_runtime.lineage.emit_complete`, or
         both merged.
     :returns: The namespace (without user-info) and name.
     :raises KeyError: When ``entry`` has neither ``physical``, ``table`` nor ``asset``.
     """
+    uri = entry.get("uri")
+    if isinstance(uri, str) and uri and (converted := asset_dataset(uri)) is not None:
+        return strip_userinfo(converted[0]), converted[1]
     physical = entry.get("physical")
     if (
         isinstance(physical, Mapping)
@@ -149,6 +162,126 @@ def uri_identity(uri: str) -> tuple[str, str] | None:
     path = parts.path or "/"
     name = path.lstrip("/") if scheme in _OBJECT_STORE_SCHEMES else path
     return f"{scheme}://{parts.netloc}", name or "/"
+
+
+#: Schemes whose Airflow provider converts an Asset to an OpenLineage dataset (AIP-60), and the
+#: provider that does: ``apache-airflow-providers-<name>``'s ``assets/<scheme>.py``
+#: ``convert_asset_to_openlineage``. :func:`equivalent_asset_dataset` mirrors each one.
+PROVIDER_CONVERTED_SCHEMES: dict[str, str] = {
+    "postgres": "postgres",
+    "postgresql": "postgres",
+    "file": "common-io",
+    "s3": "amazon",
+    "gs": "google",
+}
+
+_NO_PROVIDER = object()
+
+#: The provider module whose ``translate_airflow_asset`` is reused when it is loaded.
+PROVIDER_UTILS_MODULE = "airflow.providers.openlineage.utils.utils"
+
+
+def provider_asset_dataset(uri: str, extra: Mapping[str, Any] | None = None) -> Any:
+    """The identity the Airflow OpenLineage provider gives an Asset, by its own code.
+
+    Calls ``airflow.providers.openlineage.utils.utils.translate_airflow_asset`` on
+    ``airflow.sdk.Asset(uri=uri)``: Airflow sanitises the URI, the scheme's provider normalises it
+    and converts it. That is what the provider puts into its own task events for the Asset.
+
+    Only when the provider's module is already loaded in the process (it is whenever its listener
+    is active, i.e. whenever the provider emits events that ours must meet): importing it costs
+    seconds in a task process, inside the emit bound, and loading it mid-run changes what
+    :func:`~contract_runtime.lineage.runid.dag_run_id` reads (see that module).
+
+    :returns: ``(namespace, name)``; None when the provider has no converter for the scheme (or
+        refuses the URI); the module's ``_NO_PROVIDER`` marker when the provider is not loaded.
+    """
+    utils = sys.modules.get(PROVIDER_UTILS_MODULE)
+    sdk = sys.modules.get("airflow.sdk")
+    if utils is None or sdk is None:
+        return _NO_PROVIDER
+    translate_airflow_asset = utils.translate_airflow_asset
+    Asset = sdk.Asset
+    try:
+        dataset = translate_airflow_asset(Asset(uri=uri, extra=dict(extra or {})), None)
+    except Exception:  # noqa: BLE001 - Airflow refuses the URI: the provider names nothing either
+        return None
+    if dataset is None:
+        return None
+    return str(dataset.namespace), str(dataset.name)
+
+
+def equivalent_asset_dataset(uri: str) -> tuple[str, str] | None:
+    """The providers' Asset-to-OpenLineage conversion for :data:`PROVIDER_CONVERTED_SCHEMES`,
+    without Airflow: Airflow's URI sanitising (``_sanitize_uri``: scheme lower-cased, trailing
+    ``/`` dropped, empty path ``/``), the scheme's normaliser, then its converter:
+
+    * ``postgres``/``postgresql``: the default port 5432 added, an empty schema named ``default``;
+      ``postgres://<host>:<port>`` and ``<database>.<schema>.<table>`` (postgres provider);
+    * ``file``: ``file`` (no host) or ``file://<host>``, and the path; ``file://x.csv`` (no path)
+      names ``/x.csv`` (common-io provider);
+    * ``s3`` / ``gs``: ``<scheme>://<bucket>`` and the key, ``/`` for none (amazon, google).
+
+    :returns: ``(namespace, name)``, or None for another scheme or a URI the provider refuses.
+    """
+    try:
+        parts = urlsplit(strip_userinfo(uri))
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    path = parts.path.rstrip("/") or "/"
+    netloc = parts.netloc
+    if scheme in ("postgres", "postgresql"):
+        host = netloc.rstrip(":")
+        if not host:
+            return None
+        try:
+            port = parts.port
+        except ValueError:
+            return None
+        segments = path.split("/")
+        if len(segments) != 4:
+            return None
+        _, database, schema, table = segments
+        authority = host if port is not None else f"{host}:5432"
+        return f"postgres://{authority}", f"{database}.{schema or 'default'}.{table}"
+    if scheme == "file":
+        if not path:
+            return None
+        if path == "/":
+            return "file", netloc if netloc.startswith("/") else "/" + netloc
+        return (f"file://{netloc}" if netloc else "file"), path
+    if scheme in ("s3", "gs"):
+        if not netloc:
+            return None
+        key = path.lstrip("/")
+        return f"{scheme}://{netloc}", key or "/"
+    return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _provider_asset_dataset(uri: str) -> Any:
+    return provider_asset_dataset(uri)
+
+
+def asset_dataset(uri: str) -> tuple[str, str] | None:
+    """The OpenLineage dataset the Airflow OpenLineage provider makes of an Asset URI, so our
+    events and the provider's name one dataset one way (one node in a lineage graph).
+
+    The provider's own conversion when it is loaded and has a converter for the scheme
+    (:func:`provider_asset_dataset`); else the tested equivalent (:func:`equivalent_asset_dataset`,
+    asserted equal to the installed providers by the tests) for providers not loaded or not
+    installed. None for other schemes (``x-`` logical
+    URIs among them): the provider names no dataset for them.
+    """
+    provided = (
+        _provider_asset_dataset(uri)
+        if PROVIDER_UTILS_MODULE in sys.modules
+        else _NO_PROVIDER
+    )
+    if provided is not _NO_PROVIDER and provided is not None:
+        return provided  # type: ignore[no-any-return]
+    return equivalent_asset_dataset(uri)
 
 
 def asset_symlink(
@@ -193,9 +326,9 @@ def upstream_identity(
     asset = next(
         (a for a in manifest.get("assets", []) if a.get("name") == asset_name), None
     )
-    if (
-        asset is not None
-        and (located := uri_identity(str(asset.get("uri") or ""))) is not None
-    ):
+    uri = str((asset or {}).get("uri") or "")
+    if uri and (converted := asset_dataset(uri)) is not None:
+        return strip_userinfo(converted[0]), converted[1]
+    if uri and (located := uri_identity(uri)) is not None:
         return located
     return dataset_identity(lineage_namespace, {**warehouse, "asset": asset_name})

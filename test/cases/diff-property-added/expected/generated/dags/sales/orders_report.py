@@ -18,7 +18,7 @@ SALES__ORDERS_CLEAN = Asset(
     name="sales.orders_clean",
     uri="x-datalake://curated/sales/orders_clean",
     group="sales",
-    extra={"contract_id": "sales.orders_clean", "contract_version": "1.0.0", "freshness": {"degrade_after": "PT48H", "max_age": "PT26H"}, "layer": "curated", "owner": "team-sales-data", "schema_version": 1},
+    extra={"contract_id": "sales.orders_clean", "contract_version": "1.1.0", "freshness": {"degrade_after": "PT48H", "max_age": "PT26H"}, "layer": "curated", "owner": "team-sales-data", "schema_version": 1},
 )
 
 SALES__ORDERS_REPORT = Asset(

@@ -25,7 +25,7 @@ SALES__ORDERS_TIDY = Asset(
     name="sales.orders_tidy",
     uri="x-datalake://curated/sales/orders_tidy",
     group="sales",
-    extra={"contract_id": "sales.orders_clean", "contract_version": "1.0.0", "freshness": {"degrade_after": "PT48H", "max_age": "PT26H"}, "layer": "curated", "owner": "team-sales-data", "schema_version": 1},
+    extra={"contract_id": "sales.orders_clean", "contract_version": "2.0.0", "freshness": {"degrade_after": "PT48H", "max_age": "PT26H"}, "layer": "curated", "owner": "team-sales-data", "schema_version": 1},
 )
 
 with DAG(

@@ -1,0 +1,252 @@
+/**
+ * The manifest (`generated/manifest.json`) as TypeScript types: the one interface between the
+ * compiler and `contract_runtime`. The JSON Schema `compiler/schemas/manifest/v1.schema.json` is the
+ * authority; each type here has the name of a `$defs` entry, and `test/unit/manifestSchema.test.ts`
+ * checks that its fields and which of them are optional are the schema's (the Python TypedDicts of
+ * `contract_runtime/manifest_types.py` are checked the same way). To add a field: schema, then
+ * here, then the TypedDict (ARCHITECTURE.md, "Add a manifest field").
+ */
+
+export type Status = "draft" | "active" | "deprecated" | "retired";
+export type OnFailure = "block_publish" | "quarantine" | "warn";
+export type LogicalType = "string" | "date" | "timestamp" | "time" | "number" | "integer" | "object" | "array" | "boolean";
+
+/** The logical types of the manifest schema's `LogicalType` (the runtime maps each to SQL). */
+export const LOGICAL_TYPES: readonly LogicalType[] = ["string", "date", "timestamp", "time", "number", "integer", "object", "array", "boolean"];
+
+export interface Property {
+  name: string;
+  logicalType: LogicalType;
+  /** A plain SQL type name (the schema's pattern, equal to the runtime's PHYSICAL_TYPE_PATTERN). */
+  physicalType?: string;
+  required?: boolean;
+  primaryKey?: boolean;
+  unique?: boolean;
+  classification?: string;
+  description?: string;
+  tags?: string[];
+}
+
+/** A quality rule as the runtime runs it: `name` and `severity` are always decided by the compiler. */
+export interface QualityRule {
+  name: string;
+  severity: "error" | "warning" | "info";
+  description?: string;
+  type?: "library" | "sql";
+  metric?: "nullValues" | "missingValues" | "invalidValues" | "duplicateValues" | "rowCount";
+  column?: string;
+  validValues?: Array<string | number | boolean>;
+  missingValues?: Array<string | number | boolean | null>;
+  query?: string;
+  unit?: "rows" | "percent";
+  mustBe?: number;
+  mustNotBe?: number;
+  mustBeGreaterThan?: number;
+  mustBeGreaterOrEqualTo?: number;
+  mustBeLessThan?: number;
+  mustBeLessOrEqualTo?: number;
+  mustBeBetween?: [number, number];
+  mustNotBeBetween?: [number, number];
+  /** ODCS schema-level arguments: the key's properties, in declaration order (composite keys). */
+  arguments?: { properties: string[] };
+  /** An implicit rule the compiler derives from this property flag (`plan/implicitQualityRules.ts`). */
+  implied_by?: "required" | "unique" | "primaryKey";
+}
+
+export interface DatasetSchema {
+  version: number;
+  properties: Property[];
+}
+
+export interface ManifestAsset {
+  name: string;
+  uri: string;
+  /**
+   * The URI Airflow stores for this Asset (its `_sanitize_uri` and the scheme's provider
+   * normaliser, as `normaliseUri` mirrors them), present only when it differs from `uri`.
+   */
+  airflow_uri?: string;
+  group: string;
+  extra: Record<string, unknown>;
+  external: boolean;
+  status: Status;
+  /** dag_id of the producing DAG; null for externals and for draft or retired producers. */
+  producer: string | null;
+  /** Project-relative path of the declaring document. */
+  contract: string;
+  contract_sha256: string | null;
+  /** Schema of a produced dataset (for the diff's schema rules); null for externals. */
+  schema: DatasetSchema | null;
+  quality: QualityRule[];
+  /** Old names this asset declares it replaces (`renamed_from`), sorted. */
+  renamed_from: string[];
+  /** External assets only: the project-relative file that stands in for it in local runs. */
+  sample_data?: string;
+}
+
+/** upstream asset → produced asset, through the producing DAG. */
+export interface Edge {
+  from: string;
+  to: string;
+  via: string;
+}
+
+/** An asset condition as the manifest and the templates carry it. */
+export type ConditionNode = { asset: string } | { all: ConditionNode[] } | { any: ConditionNode[] };
+
+/** When a DAG runs: on asset events, on a cron in a time zone, both (either fires), or manually. */
+export interface SchedulePlan {
+  assets: ConditionNode | null;
+  cron: { expression: string; timezone: string } | null;
+}
+
+export interface TaskPlan {
+  task_id: "produce" | "audit" | "publish";
+  inlets: string[];
+  outlets: string[];
+  upstream_task_ids: string[];
+}
+
+/** The run settings as Airflow default_args, durations in seconds. */
+export interface DefaultArgsPlan {
+  owner: string;
+  retries?: number;
+  retry_delay_seconds?: number;
+  execution_timeout_seconds?: number;
+  pool?: string;
+}
+
+export interface RuntimeDataset {
+  name: string;
+  asset: string;
+  uri: string | null;
+  layer: string;
+  schema: DatasetSchema;
+  quality: QualityRule[];
+  physical?: { namespace: string; name: string };
+}
+
+export interface RuntimeUpstream {
+  asset: string;
+  trigger: boolean;
+  schema_version?: number;
+}
+
+export interface Processing {
+  purpose: string;
+  legal_basis: "consent" | "contract" | "legal-obligation" | "vital-interests" | "public-task" | "legitimate-interest";
+}
+
+export interface Freshness {
+  max_age: string;
+  degrade_after?: string;
+}
+
+/** Fields every runtime variant has. */
+export interface RuntimeCommon {
+  kind: "TransformContract" | "IngestionContract";
+  domain: string;
+  /** Decided by the compiler: the contract's, else "block_publish". */
+  on_failure: OnFailure;
+  datasets: RuntimeDataset[];
+  upstreams: RuntimeUpstream[];
+  processing?: Processing;
+  freshness?: Freshness;
+  /** Airflow Connection id of the warehouse; absent: the local DuckDB file. */
+  warehouse_conn_id?: string;
+}
+
+export interface SqlProducer {
+  type: "sql";
+  path: string;
+  /** The SQL file's text, LF line ends (workers share no project files). */
+  sql: string;
+  params?: Record<string, unknown>;
+}
+
+export interface PythonProducer {
+  type: "python";
+  entrypoint: string;
+  params?: Record<string, unknown>;
+}
+
+export interface CommandProducer {
+  type: "command";
+  family: string;
+  args?: string[];
+  params?: Record<string, unknown>;
+  /** The family's argument list, then args. */
+  command: string[];
+  env: Record<string, string>;
+}
+
+export interface LoadProducer {
+  type: "load";
+}
+
+export interface IngestionSource {
+  name: string;
+  uri: string;
+  system: string;
+  format: "csv" | "parquet" | "jsonl";
+  connection_id?: string;
+  schema_version?: number;
+  description?: string;
+}
+
+export interface SqlRuntime extends RuntimeCommon {
+  kind: "TransformContract";
+  producer: SqlProducer;
+}
+
+export interface PythonRuntime extends RuntimeCommon {
+  kind: "TransformContract";
+  producer: PythonProducer;
+}
+
+export interface CommandRuntime extends RuntimeCommon {
+  kind: "TransformContract";
+  producer: CommandProducer;
+}
+
+export interface LoadRuntime extends RuntimeCommon {
+  kind: "IngestionContract";
+  producer: LoadProducer;
+  source: IngestionSource;
+  mode: "extract" | "load";
+  incremental?: { watermark: string };
+  on_schema_drift?: "abort";
+  /** Local runs only (scripts/localrun.py): the file seeded as the source. */
+  sample_data?: string;
+}
+
+/** What `contract_runtime` reads at task time: one shape per `producer.type`. */
+export type DagRuntime = SqlRuntime | PythonRuntime | CommandRuntime | LoadRuntime;
+
+/** One DAG to render: a pure description, no Python in it. */
+export interface DagPlan {
+  dag_id: string;
+  contract: string;
+  contract_sha256: string;
+  contract_git_blob: string;
+  contract_version: string;
+  status: "active" | "deprecated";
+  owner: string;
+  description: string;
+  tags: string[];
+  schedule: SchedulePlan;
+  inlets: string[];
+  outlets: string[];
+  tasks: TaskPlan[];
+  default_args: DefaultArgsPlan;
+  runtime: DagRuntime;
+}
+
+export interface Manifest {
+  manifestVersion: number;
+  compiler: { name: string; version: string };
+  lineage: { namespace: string };
+  assets: ManifestAsset[];
+  edges: Edge[];
+  dags: DagPlan[];
+}

@@ -1,0 +1,293 @@
+"""The manifest (``generated/manifest.json``) as ``TypedDict``\\ s: what the runtime reads.
+
+The JSON Schema ``compiler/schemas/manifest/v1.schema.json`` (shipped beside this module as
+``manifest-v1.schema.json``) is the authority, and :func:`contract_runtime.manifest.load_manifest`
+checks every manifest against it before any stage reads it, so code may index required keys
+directly. Each class has the name of a schema ``$defs`` entry; ``test/python/test_manifest_schema.py``
+checks that its keys, and which are required, are the schema's. To add a field: the schema, the
+TypeScript type in ``compiler/model/manifest.ts``, then here (ARCHITECTURE.md, "Add a manifest field").
+
+Imports only the standard library.
+"""
+
+# No ``from __future__ import annotations``: TypedDict reads NotRequired from evaluated annotations.
+from typing import Any, Literal, NotRequired, TypedDict
+
+__all__ = [
+    "CommandProducer",
+    "CommandRuntime",
+    "DagPlan",
+    "DagRuntime",
+    "DatasetSchema",
+    "DefaultArgsPlan",
+    "Edge",
+    "Freshness",
+    "IngestionSource",
+    "LoadProducer",
+    "LoadRuntime",
+    "Manifest",
+    "ManifestAsset",
+    "Processing",
+    "Property",
+    "PythonProducer",
+    "PythonRuntime",
+    "QualityRule",
+    "RuntimeCommon",
+    "RuntimeDataset",
+    "RuntimeUpstream",
+    "SchedulePlan",
+    "SqlProducer",
+    "SqlRuntime",
+    "TaskPlan",
+]
+
+OnFailure = Literal["block_publish", "quarantine", "warn"]
+Severity = Literal["error", "warning", "info"]
+
+
+class Property(TypedDict):
+    """One column of a dataset's schema (ODCS property)."""
+
+    name: str
+    logicalType: Literal["string", "date", "timestamp", "time", "number", "integer", "object", "array", "boolean"]
+    #: A plain SQL type name (the schema's pattern is :data:`contract_runtime.sqlutil.PHYSICAL_TYPE_PATTERN`).
+    physicalType: NotRequired[str]
+    required: NotRequired[bool]
+    primaryKey: NotRequired[bool]
+    unique: NotRequired[bool]
+    classification: NotRequired[str]
+    description: NotRequired[str]
+    tags: NotRequired[list[str]]
+
+
+class QualityRule(TypedDict):
+    """An ODCS quality rule; ``name`` and ``severity`` are decided by the compiler, never here."""
+
+    name: str
+    severity: Severity
+    description: NotRequired[str]
+    type: NotRequired[Literal["library", "sql"]]
+    metric: NotRequired[Literal["nullValues", "missingValues", "invalidValues", "duplicateValues", "rowCount"]]
+    column: NotRequired[str]
+    validValues: NotRequired[list[str | float | bool]]
+    missingValues: NotRequired[list[str | float | bool | None]]
+    query: NotRequired[str]
+    unit: NotRequired[Literal["rows", "percent"]]
+    mustBe: NotRequired[float]
+    mustNotBe: NotRequired[float]
+    mustBeGreaterThan: NotRequired[float]
+    mustBeGreaterOrEqualTo: NotRequired[float]
+    mustBeLessThan: NotRequired[float]
+    mustBeLessOrEqualTo: NotRequired[float]
+    mustBeBetween: NotRequired[list[float]]
+    mustNotBeBetween: NotRequired[list[float]]
+    #: ODCS schema-level arguments (``{"properties": [...]}``, a composite key's columns).
+    arguments: NotRequired[dict[str, list[str]]]
+    #: The property flag an implicit rule is derived from (``required``, ``unique``, ``primaryKey``).
+    implied_by: NotRequired[Literal["required", "unique", "primaryKey"]]
+
+
+class DatasetSchema(TypedDict):
+    version: int
+    properties: list[Property]
+
+
+class ManifestAsset(TypedDict):
+    name: str
+    uri: str
+    #: The URI Airflow stores, present only when it differs from ``uri``.
+    airflow_uri: NotRequired[str]
+    group: str
+    extra: dict[str, Any]
+    external: bool
+    status: Literal["draft", "active", "deprecated", "retired"]
+    producer: str | None
+    contract: str
+    contract_sha256: str | None
+    schema: DatasetSchema | None
+    quality: list[QualityRule]
+    renamed_from: list[str]
+    sample_data: NotRequired[str]
+
+
+Edge = TypedDict("Edge", {"from": str, "to": str, "via": str})
+
+
+class _Cron(TypedDict):
+    expression: str
+    timezone: str
+
+
+class SchedulePlan(TypedDict):
+    #: An asset condition tree: ``{"asset": name}``, ``{"all": [...]}`` or ``{"any": [...]}``.
+    assets: dict[str, Any] | None
+    cron: _Cron | None
+
+
+class TaskPlan(TypedDict):
+    task_id: Literal["produce", "audit", "publish"]
+    inlets: list[str]
+    outlets: list[str]
+    upstream_task_ids: list[str]
+
+
+class DefaultArgsPlan(TypedDict):
+    """Airflow default_args; durations in seconds."""
+
+    owner: str
+    retries: NotRequired[int]
+    retry_delay_seconds: NotRequired[int]
+    execution_timeout_seconds: NotRequired[int]
+    pool: NotRequired[str]
+
+
+class _Physical(TypedDict):
+    namespace: str
+    name: str
+
+
+class RuntimeDataset(TypedDict):
+    name: str
+    asset: str
+    uri: str | None
+    layer: str
+    schema: DatasetSchema
+    quality: list[QualityRule]
+    physical: NotRequired[_Physical]
+
+
+class RuntimeUpstream(TypedDict):
+    asset: str
+    trigger: bool
+    schema_version: NotRequired[int]
+
+
+class Processing(TypedDict):
+    purpose: str
+    legal_basis: str
+
+
+class Freshness(TypedDict):
+    """ISO-8601 durations."""
+
+    max_age: str
+    degrade_after: NotRequired[str]
+
+
+class RuntimeCommon(TypedDict):
+    """Fields every runtime variant has."""
+
+    kind: Literal["TransformContract", "IngestionContract"]
+    domain: str
+    #: Decided by the compiler (the contract's, else ``"block_publish"``).
+    on_failure: OnFailure
+    datasets: list[RuntimeDataset]
+    upstreams: list[RuntimeUpstream]
+    processing: NotRequired[Processing]
+    freshness: NotRequired[Freshness]
+    #: Airflow Connection id of the warehouse; absent: the local DuckDB file.
+    warehouse_conn_id: NotRequired[str]
+
+
+class SqlProducer(TypedDict):
+    type: Literal["sql"]
+    path: str
+    #: The SQL file's text, LF line ends.
+    sql: str
+    params: NotRequired[dict[str, Any]]
+
+
+class PythonProducer(TypedDict):
+    type: Literal["python"]
+    entrypoint: str
+    params: NotRequired[dict[str, Any]]
+
+
+class CommandProducer(TypedDict):
+    type: Literal["command"]
+    family: str
+    args: NotRequired[list[str]]
+    params: NotRequired[dict[str, Any]]
+    #: The family's argument list, then ``args``.
+    command: list[str]
+    env: dict[str, str]
+
+
+class LoadProducer(TypedDict):
+    type: Literal["load"]
+
+
+class IngestionSource(TypedDict):
+    name: str
+    uri: str
+    system: str
+    format: Literal["csv", "parquet", "jsonl"]
+    connection_id: NotRequired[str]
+    schema_version: NotRequired[int]
+    description: NotRequired[str]
+
+
+class _Incremental(TypedDict):
+    watermark: str
+
+
+class SqlRuntime(RuntimeCommon):
+    producer: SqlProducer
+
+
+class PythonRuntime(RuntimeCommon):
+    producer: PythonProducer
+
+
+class CommandRuntime(RuntimeCommon):
+    producer: CommandProducer
+
+
+class LoadRuntime(RuntimeCommon):
+    producer: LoadProducer
+    source: IngestionSource
+    mode: Literal["extract", "load"]
+    incremental: NotRequired[_Incremental]
+    on_schema_drift: NotRequired[Literal["abort"]]
+    #: Local runs only (``scripts/localrun.py``).
+    sample_data: NotRequired[str]
+
+
+#: What the stages read at task time: one shape per ``producer.type``.
+DagRuntime = SqlRuntime | PythonRuntime | CommandRuntime | LoadRuntime
+
+
+class DagPlan(TypedDict):
+    dag_id: str
+    contract: str
+    contract_sha256: str
+    contract_git_blob: str
+    contract_version: str
+    status: Literal["active", "deprecated"]
+    owner: str
+    description: str
+    tags: list[str]
+    schedule: SchedulePlan
+    inlets: list[str]
+    outlets: list[str]
+    tasks: list[TaskPlan]
+    default_args: DefaultArgsPlan
+    runtime: DagRuntime
+
+
+class _Compiler(TypedDict):
+    name: str
+    version: str
+
+
+class _Lineage(TypedDict):
+    namespace: str
+
+
+class Manifest(TypedDict):
+    manifestVersion: int
+    compiler: _Compiler
+    lineage: _Lineage
+    assets: list[ManifestAsset]
+    edges: list[Edge]
+    dags: list[DagPlan]
