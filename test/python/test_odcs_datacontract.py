@@ -32,8 +32,34 @@ PEER_VENV = REPO / ".venv-datacontract"
 DATACONTRACT = PEER_VENV / "bin" / "datacontract"
 PEER_PYTHON = PEER_VENV / "bin" / "python"
 
-#: Diff golden pairs on which datacontract-cli and our diff disagree, with the reason.
-EXPECTED_DISAGREEMENTS: dict[str, str] = {}
+#: Diff golden pairs on which datacontract-cli and our diff disagree, with the reason (docs/odcs.md).
+#: datacontract-cli judges one contract against its previous version from the consumer perspective
+#: and knows no consumers; our diff judges the project: a change is breaking when a consumer that
+#: exists breaks, else dangerous (or acknowledged by a major version).
+EXPECTED_DISAGREEMENTS: dict[str, str] = {
+    "diff-consumer-pin-mismatch": "ours breaking: the consumer pins schema version 1 and the producer moved to 2; "
+    "the version is the schemaVersion custom property, which datacontract-cli does not compare",
+    "diff-consumer-upstream-removed": "ours breaking: the producer contract is deleted while a consumer reads it; "
+    "datacontract-cli has no after-document to compare (a pair exists only for contracts on both sides)",
+    "diff-consumer-upstream-retired": "ours breaking: a consumer reads an asset now retired; "
+    "datacontract-cli does not treat a status change (active -> retired) as breaking",
+    "diff-consumer-rule-names-removed-property": "datacontract breaking: a property is removed; "
+    "ours: no consumer reads it (the consumer's rule names its own column) and the major version acknowledges it",
+    "diff-not-renamed": "datacontract breaking: a schema object is removed; ours: no consumer reads it, and the major version acknowledges it",
+    "diff-probably-renamed": "datacontract breaking: the schema object is removed and another added; "
+    "ours: a probable rename (same URI and schema) without consumers, dangerous",
+    "diff-property-removed": "datacontract breaking: a property is removed; ours: the consumer pins the new schema "
+    "and reads nothing of the property, and the major version acknowledges it",
+    "diff-property-type-widened": "datacontract breaking: any type change; ours: widening (integer -> number, "
+    "decimal(10,2) -> decimal(12,2), longer varchar) keeps every value a consumer read",
+    "diff-quality-rule-changed": "datacontract breaking: a quality constraint changed (error -> warning); "
+    "ours: a producer-side gate, no consumer's DAG or schema changes",
+    "diff-quality-rule-removed": "datacontract breaking: a quality constraint is removed; ours: a producer-side gate, dangerous",
+    "diff-renamed-declared": "datacontract breaking: the schema object is removed and another added; "
+    "ours: a rename declared with renamed_from (the renamedFrom custom property) that the consumer follows",
+    "diff-required-relaxed": "datacontract breaking: required true -> false loosens what consumers get; "
+    "ours: dangerous, since no consumer's pin or rule breaks",
+}
 
 
 def _node() -> str:
