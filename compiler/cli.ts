@@ -127,8 +127,11 @@ async function compileCommand(options: CompileFlags, mode: "compile" | "validate
   const result = compileProject(layout, previous?.manifest ? { previousManifest: previous.manifest } : {});
   let diagnostics = result.diagnostics;
   let summary = "";
+  let drift: import("./report/formatDrift.js").DriftPatch[] = [];
   if (!hasErrors(diagnostics) && mode === "compile" && result.files) {
     const written = writeOutputs(layout, result.files, { check: options.check ?? false, ...result.writeScope });
+    // What differs, file by file (sqlc's `verify`): bounded unified diffs.
+    if (written.value.drift?.length) drift = (await import("./report/formatDrift.js")).driftPatches(written.value.drift);
     diagnostics = sortDiagnostics([...diagnostics, ...written.diagnostics]);
     const failed = written.diagnostics.some((d) => d.code === "CA9003");
     const r = written.value;
@@ -150,10 +153,12 @@ async function compileCommand(options: CompileFlags, mode: "compile" | "validate
   if (format === "json") {
     const body = JSON.parse(text) as Record<string, unknown>;
     if (wantsDiff && result.diff) body.diff = JSON.parse(formatChanges(result.diff, "json"));
+    if (drift.length) body.stale_files = drift;
     io.stdout(JSON.stringify(body, null, 2) + "\n");
   } else {
     if (format === "text") io.stderr(text + summary);
     else io.stdout(text);
+    if (format === "text" && drift.length) io.stdout((await import("./report/formatDrift.js")).formatDriftText(drift));
     if (wantsDiff && result.diff) io.stdout(formatChanges(result.diff, format, result.project));
   }
   return hasErrors(diagnostics) ? EXIT_INPUT : EXIT_OK;

@@ -15,6 +15,18 @@ export interface WriteReport {
   unchanged: string[];
   /** Files in the output folder without the generated header: never touched, only reported. */
   foreign: string[];
+  /** With `check` only: each file that differs, in path order, for `report/formatDrift.ts`. */
+  drift?: DriftedFile[];
+}
+
+/**
+ * A file `--check` found different: its text on disk (null when missing) and what compile would
+ * write (null when compile would delete it).
+ */
+export interface DriftedFile {
+  path: string;
+  onDisk: string | null;
+  compiled: string | null;
 }
 
 /**
@@ -143,12 +155,19 @@ export function writeOutputs(layout: ProjectLayout, files: FileMap, options: { c
   }
   for (const f of report.foreign) diagnostics.push(createDiagnostic(Diagnostics.ForeignFileInOutput, { path: f }, at(f)));
   if (options.check) {
+    const drift: DriftedFile[] = [];
     for (const f of report.written) {
-      const exists = fs.existsSync(path.join(layout.root, f));
-      diagnostics.push(createDiagnostic(Diagnostics.CheckDrift, { path: f, change: exists ? "out of date" : "missing" }, at(f)));
+      const onDisk = readIfExists(path.join(layout.root, f)) ?? null;
+      drift.push({ path: f, onDisk, compiled: files.get(f)! });
+      diagnostics.push(createDiagnostic(Diagnostics.CheckDrift, { path: f, change: onDisk !== null ? "out of date" : "missing" }, at(f)));
     }
-    for (const f of report.deleted) diagnostics.push(createDiagnostic(Diagnostics.CheckDrift, { path: f, change: "stale (its contract is gone)" }, at(f)));
-    return { value: report, diagnostics };
+    for (const f of report.deleted) {
+      drift.push({ path: f, onDisk: readIfExists(path.join(layout.root, f)) ?? "", compiled: null });
+      diagnostics.push(createDiagnostic(Diagnostics.CheckDrift, { path: f, change: "stale (its contract is gone)" }, at(f)));
+    }
+    // Sort for determinism.
+    drift.sort((a, b) => compareStrings(a.path, b.path));
+    return { value: { ...report, drift }, diagnostics };
   }
   const nothing: WriteReport = { ...report, written: [], deleted: [] };
   const blocked = blockers(layout, report);
