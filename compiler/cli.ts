@@ -343,6 +343,31 @@ export function buildProgram(io: CliIo = PROCESS_IO): Command {
     .action((files: string[], opts: ExchangeFlags) => guarded(opts, () => importOdcsCommand(files, opts, io), io));
 
   program
+    .command("preflight")
+    .description("in the runtime's environment: import every entrypoint, parse every SQL producer and quality query, look up every named Connection")
+    .option("--python <path>", "the runtime's Python (default: $CONTRACT_ASSETS_PYTHON, else .venv/bin/python)")
+    .option("--no-connections", "do not look up Airflow Connections")
+    .addOption(format)
+    .addOption(root)
+    .addOption(debug)
+    .action((opts: CommonOptions & { python?: string; connections: boolean }) =>
+      guarded(opts, async () => {
+        const { compileProject } = await import("./pipeline.js");
+        const { defaultLayout } = await import("./discover/discoverProject.js");
+        const { runPreflightCommand } = await import("./report/preflightCommand.js");
+        const rootDir = rootOf(opts);
+        return runPreflightCommand(compileProject(defaultLayout(rootDir)), {
+          root: rootDir,
+          format: opts.format ?? "text",
+          connections: opts.connections,
+          stdout: io.stdout,
+          stderr: io.stderr,
+          ...(opts.python ? { python: opts.python } : {}),
+        });
+      }, io),
+    );
+
+  program
     .command("stale")
     .description("list assets a running Airflow still holds as active that the manifest no longer declares")
     .requiredOption("--airflow-url <url>", "the Airflow API server, like http://localhost:8080")

@@ -2,7 +2,8 @@ import type { Diagnostic, RelatedLocation, Severity, SourceLocation } from "./di
 
 /**
  * The one catalogue of diagnostic codes. The thousands digit names the stage:
- * 0 internal and usage, 1 discover, 2 parse, 3 validate, 4 link, 5 graph, 6 plan, 7 diff, 9 write.
+ * 0 internal and usage, 1 discover, 2 parse, 3 validate, 4 link, 5 graph, 6 plan, 7 diff, 8 preflight,
+ * 9 write.
  * A code is never reused for another meaning; a retired code stays listed as retired.
  */
 interface Entry<A> {
@@ -350,6 +351,31 @@ export const Diagnostics = {
   ),
   BreakingWithoutMajorVersion: entry<{ message: string }>("CA7701", "error", (a) => a.message),
   AdditiveWithoutMinorVersion: entry<{ message: string }>("CA7702", "warning", (a) => a.message),
+
+  // 8: preflight (the runtime's environment checks a compiled project: `contract-assets preflight`)
+  PreflightEntrypoint: entry<{ entrypoint: string; detail: string }>(
+    "CA8801",
+    "error",
+    (a) => `the entrypoint ${q(a.entrypoint)} does not load in the runtime's environment: ${a.detail}`,
+  ),
+  PreflightSqlParse: entry<{ detail: string }>("CA8802", "error", (a) => `the SQL does not parse: ${a.detail}`),
+  PreflightQualitySqlParse: entry<{ rule: string; detail: string }>(
+    "CA8803",
+    "error",
+    (a) => `the query of quality rule ${q(a.rule)} does not parse: ${a.detail}`,
+  ),
+  PreflightConnectionMissing: entry<{ connId: string; detail: string }>(
+    "CA8804",
+    "error",
+    (a) => `the Airflow Connection ${q(a.connId)} is not defined${a.detail ? ` (${a.detail})` : ""}`,
+  ),
+  PreflightWarehouseConnectionMissing: entry<{ connId: string }>(
+    "CA8805",
+    "warning",
+    (a) => `the warehouse Connection ${q(a.connId)} is not defined: the runtime will use the embedded DuckDB default`,
+  ),
+  PreflightNotRun: entry<{ detail: string }>("CA8806", "error", (a) => `preflight could not run in the runtime's environment: ${a.detail}`),
+  PreflightSqlNotParsed: entry<{ detail: string }>("CA8807", "info", (a) => `SQL not parsed: ${a.detail}`),
 
   // 9: write
   CheckDrift: entry<{ path: string; change: string }>(

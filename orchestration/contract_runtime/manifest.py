@@ -13,7 +13,7 @@ import json
 import os
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from contract_runtime.manifest_types import DagPlan, Manifest
 
@@ -75,7 +75,7 @@ def _leaves(errors: list[ValidationError]) -> list[ValidationError]:
     return out
 
 
-def schema_problem(data: object) -> str | None:
+def schema_problem(data: Any) -> str | None:
     """The first problem of ``data`` against the manifest schema, or None when it is valid.
 
     :param data: A parsed manifest.

@@ -27,7 +27,7 @@ DuckDB, database drivers and the runtime modules are imported inside ``execute``
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from airflow.sdk import BaseOperator
 
@@ -54,7 +54,8 @@ def lineage_on_failure(context: Context) -> None:
         from contract_runtime.run import RunIdentity
         from contract_runtime.stages import lineage_fail
 
-        task = context["task"]
+        # One of this module's operators (the callback is set only on them), with their fields.
+        task: Any = context["task"]
         error = context.get("exception") or getattr(task, "_ca_error", None)
         if error is None:
             error = RuntimeError(f"task {getattr(task, 'task_id', '?')} failed")
@@ -192,7 +193,7 @@ class PublishOperator(_ContractOperator):
             if asset is None:
                 log.warning("publish: %s has no outlet Asset on this task; no event extra set", out["asset"])
                 continue
-            events[asset].extra = stages.asset_event_extra(out, dag)
+            events[asset].extra = stages.asset_event_extra(out, cast("dict[str, Any]", dag))
         return [
             {k: out[k] for k in ("asset", "table", "row_count", "quality_status", "failed_rules")} for out in outputs
         ]

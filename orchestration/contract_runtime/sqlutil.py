@@ -148,7 +148,7 @@ def sql_type(prop: Mapping[str, Any], dialect: str) -> str:
             )
         return text
     table = _LOGICAL_TYPES.get(dialect, _LOGICAL_TYPES["other"])
-    logical = prop.get("logicalType")
+    logical = str(prop.get("logicalType"))
     if logical not in table:
         raise SqlTypeError(f"logicalType {logical!r} of column {prop.get('name')!r} is not supported")
     return table[logical]

@@ -21,7 +21,7 @@ from __future__ import annotations
 import importlib
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from contract_runtime.manifest import ManifestError, find_dag, load_manifest
 from contract_runtime.run import RunIdentity
@@ -122,7 +122,8 @@ def lineage_warehouse(wh: Warehouse) -> dict[str, str]:
 def _load(manifest_path: str, contract_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
     try:
         manifest = load_manifest(manifest_path)
-        return manifest, find_dag(manifest, contract_id)
+        # Checked against the manifest schema by load_manifest; the stages read it as plain JSON.
+        return cast("dict[str, Any]", manifest), cast("dict[str, Any]", find_dag(manifest, contract_id))
     except ManifestError as exc:
         raise _NonRetryableManifest(str(exc)) from exc
 

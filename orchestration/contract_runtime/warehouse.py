@@ -577,7 +577,7 @@ def default_duckdb_path() -> str:
 
 
 def _duckdb_path_of(conn: Any) -> str | None:
-    extra = {}
+    extra: dict[str, Any] = {}
     with contextlib.suppress(Exception):
         extra = conn.extra_dejson or {}
     if extra.get("path"):

@@ -30,7 +30,7 @@ import pytest
 
 # scripts/livestack.py (the live Airflow stack) is shared with the demo; import it from there.
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-from livestack import LiveStack, StackUnavailable  # noqa: E402
+from livestack import LiveStack, StackUnavailable
 
 _AIRFLOW_HOME: str = tempfile.mkdtemp(prefix="contract-assets-airflow-home-")
 os.environ["AIRFLOW_HOME"] = _AIRFLOW_HOME

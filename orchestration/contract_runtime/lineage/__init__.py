@@ -78,7 +78,7 @@ def _emit(
         )
 
 
-def emit_start(manifest: dict, dag: dict, run: RunIdentityLike) -> None:
+def emit_start(manifest: dict[str, Any], dag: dict[str, Any], run: RunIdentityLike) -> None:
     """Send START for the DAG run: called when ``produce`` starts its first try.
 
     :param manifest: The compiled manifest (``generated/manifest.json``).
@@ -89,7 +89,7 @@ def emit_start(manifest: dict, dag: dict, run: RunIdentityLike) -> None:
 
 
 def emit_assertions(
-    manifest: dict, dag: dict, run: RunIdentityLike, dataset: dict, results: list[dict]
+    manifest: dict[str, Any], dag: dict[str, Any], run: RunIdentityLike, dataset: dict[str, Any], results: list[dict[str, Any]]
 ) -> None:
     """Send OTHER with the assertion results of one dataset, before the terminal event.
 
@@ -103,7 +103,7 @@ def emit_assertions(
 
 
 def emit_complete(
-    manifest: dict, dag: dict, run: RunIdentityLike, outputs: list[dict]
+    manifest: dict[str, Any], dag: dict[str, Any], run: RunIdentityLike, outputs: list[dict[str, Any]]
 ) -> None:
     """Send COMPLETE from ``publish``.
 
@@ -116,7 +116,7 @@ def emit_complete(
 
 
 def emit_fail(
-    manifest: dict, dag: dict, run: RunIdentityLike, error: BaseException, task_id: str
+    manifest: dict[str, Any], dag: dict[str, Any], run: RunIdentityLike, error: BaseException, task_id: str
 ) -> None:
     """Send FAIL on the final failure of a task (the caller does not call it for a retry).
 

@@ -31,7 +31,7 @@ import os
 import posixpath
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 from contract_runtime.lineage.redact import strip_userinfo
@@ -280,7 +280,7 @@ def asset_dataset(uri: str) -> tuple[str, str] | None:
         else _NO_PROVIDER
     )
     if provided is not _NO_PROVIDER and provided is not None:
-        return provided  # type: ignore[no-any-return]
+        return cast("tuple[str, str]", provided)
     return equivalent_asset_dataset(uri)
 
 

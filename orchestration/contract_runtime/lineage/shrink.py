@@ -144,7 +144,9 @@ def _candidates(event: RunEvent) -> list[_Step]:
                     )
                 )
     run_facets = event.run.facets or {}
-    error = run_facets.get("errorMessage")
+    # The concrete facet classes (ErrorMessageRunFacet, the provenance and documentation facets)
+    # behind the base types the event declares.
+    error: Any = run_facets.get("errorMessage")
     if error is not None and error.stackTrace:
         trace = error.stackTrace
         if len(trace) > STACK_HEAD + STACK_TAIL + 64:
@@ -173,7 +175,7 @@ def _candidates(event: RunEvent) -> list[_Step]:
             steps.append(
                 _Step(len(trace), "run.facets.errorMessage.stackTrace", drop_trace)
             )
-    provenance = run_facets.get("contractAssets_provenance")
+    provenance: Any = run_facets.get("contractAssets_provenance")
     if provenance is not None and provenance.step_params:
         params = provenance.step_params
 
@@ -189,7 +191,7 @@ def _candidates(event: RunEvent) -> list[_Step]:
             )
         )
     job_facets = event.job.facets or {}
-    documentation = job_facets.get("documentation")
+    documentation: Any = job_facets.get("documentation")
     if documentation is not None:
         text = documentation.description
         if len(text) > MAX_TEXT:

@@ -80,10 +80,12 @@ def timeout_seconds() -> float:
     """The lineage budget of one task try in seconds, shared by all its events:
     ``CONTRACT_ASSETS_LINEAGE_TIMEOUT``, default 5; invalid or non-positive values fall back to
     the default."""
-    return _positive(
-        os.environ.get("CONTRACT_ASSETS_LINEAGE_TIMEOUT"),
-        DEFAULT_TIMEOUT_SECONDS,
-        float,
+    return float(
+        _positive(
+            os.environ.get("CONTRACT_ASSETS_LINEAGE_TIMEOUT"),
+            DEFAULT_TIMEOUT_SECONDS,
+            float,
+        )
     )
 
 

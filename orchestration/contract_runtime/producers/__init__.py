@@ -62,7 +62,8 @@ class ProduceRequest:
     @property
     def runtime(self) -> dict[str, Any]:
         """``dag["runtime"]``."""
-        return self.dag["runtime"]
+        runtime: dict[str, Any] = self.dag["runtime"]
+        return runtime
 
     @property
     def contract_id(self) -> str:

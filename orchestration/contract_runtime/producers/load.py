@@ -112,7 +112,8 @@ def read_source(
         )
         query = f"select {casts} from {reader}"
         params: list[Any] = [path]
-        total = int(con.execute(f"select count(*) from {reader}", [path]).fetchone()[0])
+        counted = con.execute(f"select count(*) from {reader}", [path]).fetchone()
+        total = int(counted[0]) if counted is not None else 0
         if watermark is not None:
             column, value = watermark
             prop = next((p for p in properties if p["name"] == column), None)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from contract_runtime.producers import ProduceRequest, ProducerError, asset_table
 from contract_runtime.run import RunIdentity
@@ -43,22 +43,22 @@ def load_entrypoint(entrypoint: str) -> Callable[..., Any]:
             "on the worker's import path: install the package, or set PYTHONPATH (for the bundled example: "
             "PYTHONPATH=<project>/orchestration/jobs)"
         ) from exc
-    func = module
+    func: Any = module
     for part in func_name.split("."):
         func = getattr(func, part, None)
         if func is None:
             raise ProducerError(f"entrypoint {entrypoint!r}: {module_name} has no attribute {func_name!r}")
     if not callable(func):
         raise ProducerError(f"entrypoint {entrypoint!r} is not callable")
-    return func  # type: ignore[return-value]
+    return cast("Callable[..., Any]", func)
 
 
 def _records(data: Any) -> Iterable[Any] | None:
     """Rows out of a dataframe-like object (pandas ``to_dict``, pyarrow ``to_pylist``), else None."""
     if hasattr(data, "to_pylist") and callable(data.to_pylist):
-        return data.to_pylist()
+        return cast("Iterable[Any]", data.to_pylist())
     if hasattr(data, "to_dict") and hasattr(data, "columns") and not isinstance(data, Mapping):
-        return data.to_dict(orient="records")
+        return cast("Iterable[Any]", data.to_dict(orient="records"))
     return None
 
 

@@ -1,0 +1,202 @@
+"""Preflight: what the tasks of a compiled manifest need, checked before deploy (DESIGN §5).
+
+``python -m contract_runtime.preflight --manifest PATH`` (``-`` reads stdin), in the runtime's
+environment (the venv and ``PYTHONPATH`` the workers use), checks every active or deprecated DAG:
+
+* ``entrypoint``: a ``python`` producer's ``package.module:function`` imports and is callable
+  (:func:`contract_runtime.producers.python.load_entrypoint`, any exception of the import);
+* ``sql``: a ``sql`` producer's SQL parses;
+* ``quality_sql``: every ``type: sql`` quality query parses, ``{dataset}`` standing for a table;
+* ``connection``: every named Airflow Connection exists (``airflow.sdk.Connection.get``: env
+  ``AIRFLOW_CONN_*``, a secrets backend, the metadata database): an ingestion
+  ``source.connection_id`` must (error); a missing ``warehouse_conn_id`` makes the runtime use the
+  embedded DuckDB default (warning), and one that exists must be ``duckdb`` or have a DB-API hook.
+
+SQL is parsed by DuckDB's own parser (``DuckDBPyConnection.extract_statements``: it parses, runs
+nothing, needs no database), for the DuckDB warehouse and for PostgreSQL connections alike
+(DuckDB's parser derives from PostgreSQL's); for other connection types SQL is not parsed (one
+``info`` finding says so).
+
+Output: one JSON document on stdout, ``{"findings": [...]}``, each finding ``{check, severity
+("error"|"warning"|"info"), dag_id, contract, pointer (path of the contract field, e.g.
+["producer", "entrypoint"]), message, detail}`` plus ``sql_line`` / ``sql_column`` (1-based,
+within the SQL text) for a parse error. ``contract-assets preflight`` turns them into located
+diagnostics. Exit status 0 (findings say what failed), 2 when the manifest cannot be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+__all__ = ["check_manifest", "main", "parse_sql"]
+
+_LINE = re.compile(r"^LINE (\d+): ", re.MULTILINE)
+
+
+def parse_sql(sql: str) -> tuple[str, int | None, int | None] | None:
+    """Parse ``sql`` with DuckDB's parser; None when it parses.
+
+    :returns: ``(message, line, column)`` of the first error (line and column 1-based within
+        ``sql``, None when DuckDB does not say), or None.
+    """
+    import duckdb
+
+    connection = duckdb.connect(":memory:")
+    try:
+        statements = connection.extract_statements(sql)
+    except duckdb.Error as error:
+        text = str(error)
+        message = text.split("\n", 1)[0]
+        line = column = None
+        found = _LINE.search(text)
+        if found:
+            line = int(found.group(1))
+            after = text[found.end() :].split("\n")
+            caret = after[1] if len(after) > 1 else ""
+            if "^" in caret:
+                column = caret.index("^") - len(found.group(0)) + 1
+        return message, line, column
+    finally:
+        connection.close()
+    if not statements:
+        return "no SQL statement", None, None
+    return None
+
+
+def _connection(conn_id: str) -> tuple[Any | None, str | None]:
+    """``(connection, None)``, ``(None, None)`` when it is not defined, ``(None, why)`` when the
+    lookup itself failed."""
+    try:
+        from airflow.sdk import Connection
+        from airflow.sdk.exceptions import AirflowNotFoundException
+    except Exception as error:  # noqa: BLE001 - Airflow absent or broken: say so
+        return None, f"{type(error).__name__}: {error}"
+    try:
+        return Connection.get(conn_id), None
+    except AirflowNotFoundException:
+        return None, None
+    except Exception as error:  # noqa: BLE001 - a secrets backend or database error
+        return None, f"{type(error).__name__}: {error}"
+
+
+def _finding(dag: Mapping[str, Any], check: str, severity: str, pointer: list[Any], message: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "check": check,
+        "severity": severity,
+        "dag_id": dag.get("dag_id"),
+        "contract": dag.get("contract"),
+        "pointer": pointer,
+        "message": message,
+        **extra,
+    }
+
+
+def _sql_dialect(conn_type: str | None) -> bool:
+    return conn_type in (None, "duckdb", "postgres", "postgresql")
+
+
+def check_dag(dag: Mapping[str, Any], check_connections: bool = True) -> Iterator[dict[str, Any]]:
+    """The findings of one manifest ``dags[]`` entry (see the module doc)."""
+    runtime = dag.get("runtime", {})
+    producer = runtime.get("producer", {})
+    conn_type: str | None = None
+    conn_id = runtime.get("warehouse_conn_id")
+    if check_connections and conn_id:
+        connection, problem = _connection(str(conn_id))
+        if problem is not None:
+            yield _finding(dag, "connection", "error", ["id"], f"cannot look up the warehouse Connection {conn_id!r}", detail=problem, conn_id=conn_id)
+        elif connection is None:
+            yield _finding(
+                dag,
+                "connection",
+                "warning",
+                ["id"],
+                f"the warehouse Connection {conn_id!r} is not defined: the embedded DuckDB default is used",
+                detail="",
+                conn_id=conn_id,
+            )
+        else:
+            conn_type = (connection.conn_type or "").lower() or None
+    if producer.get("type") == "python":
+        from contract_runtime.producers.python import load_entrypoint
+
+        entrypoint = str(producer.get("entrypoint", ""))
+        try:
+            load_entrypoint(entrypoint)
+        except BaseException as error:  # noqa: BLE001 - any import-time failure is the finding
+            detail = " ".join(f"{type(error).__name__}: {error}".split())
+            yield _finding(dag, "entrypoint", "error", ["producer", "entrypoint"], f"the entrypoint {entrypoint!r} does not load", detail=detail)
+    parse = _sql_dialect(conn_type)
+    if not parse:
+        yield _finding(dag, "sql", "info", ["id"], f"SQL is not parsed for a {conn_type!r} warehouse", detail="")
+    if parse and producer.get("type") == "sql":
+        parsed = parse_sql(str(producer.get("sql") or ""))
+        if parsed is not None:
+            message, line, column = parsed
+            yield _finding(dag, "sql", "error", ["producer", "path"], "the SQL producer does not parse", detail=message, file=producer.get("path"), sql_line=line, sql_column=column)
+    for d_index, dataset in enumerate(runtime.get("datasets", [])):
+        for q_index, rule in enumerate(dataset.get("quality", [])):
+            if not parse or rule.get("type") != "sql" or rule.get("implied_by"):
+                continue
+            parsed = parse_sql(str(rule.get("query") or "").replace("{dataset}", '"_ca_staging"."preflight"'))
+            if parsed is not None:
+                message, line, column = parsed
+                yield _finding(
+                    dag,
+                    "quality_sql",
+                    "error",
+                    ["datasets", d_index, "quality", q_index, "query"],
+                    f"the query of quality rule {rule.get('name')!r} does not parse",
+                    detail=message,
+                    sql_line=line,
+                    sql_column=column,
+                )
+    source = runtime.get("source") or {}
+    source_conn = source.get("connection_id")
+    if check_connections and source_conn:
+        connection, problem = _connection(str(source_conn))
+        if problem is not None or connection is None:
+            yield _finding(
+                dag,
+                "connection",
+                "error",
+                ["source", "connection_id"],
+                f"the Connection {source_conn!r} is not defined" if problem is None else f"cannot look up the Connection {source_conn!r}",
+                detail=problem or "",
+                conn_id=source_conn,
+            )
+
+
+def check_manifest(manifest: Mapping[str, Any], check_connections: bool = True) -> list[dict[str, Any]]:
+    """Every finding of every active or deprecated DAG of ``manifest``, in dag_id order."""
+    findings: list[dict[str, Any]] = []
+    for dag in sorted(manifest.get("dags", []), key=lambda d: str(d.get("dag_id"))):
+        if dag.get("status", "active") in ("active", "deprecated"):
+            findings.extend(check_dag(dag, check_connections))
+    return findings
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m contract_runtime.preflight", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--manifest", required=True, help="the compiled manifest, or - for stdin")
+    parser.add_argument("--no-connections", action="store_true", help="do not look up Airflow Connections")
+    args = parser.parse_args(argv)
+    try:
+        text = sys.stdin.read() if args.manifest == "-" else Path(args.manifest).read_text(encoding="utf-8")
+        manifest = json.loads(text)
+    except (OSError, ValueError) as error:
+        print(f"preflight: cannot read the manifest: {error}", file=sys.stderr)
+        return 2
+    findings = check_manifest(manifest, check_connections=not args.no_connections)
+    sys.stdout.write(json.dumps({"findings": findings}, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
