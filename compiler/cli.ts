@@ -247,7 +247,12 @@ export function buildProgram(io: CliIo = PROCESS_IO): Command {
     .description("Compile Git-authored data contracts into Apache Airflow 3.2 Assets and DAG modules.")
     .version(COMPILER_VERSION, "-V, --version")
     .showHelpAfterError()
-    .configureOutput({ writeOut: io.stdout, writeErr: io.stderr })
+    .configureOutput({
+      writeOut: io.stdout,
+      writeErr: io.stderr,
+      // Captured output (runCli) is the same on any terminal: 80 columns, no colour.
+      ...(io === PROCESS_IO ? {} : { getOutHelpWidth: () => 80, getErrHelpWidth: () => 80, getOutHasColors: () => false, getErrHasColors: () => false }),
+    })
     .exitOverride((error) => {
       // Usage errors exit 2; --help and --version exit 0.
       const code = error.exitCode === 0 ? EXIT_OK : EXIT_INTERNAL;

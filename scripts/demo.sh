@@ -51,6 +51,8 @@ export AIRFLOW_HOME="$DEMO_DIR/airflow"
 export AIRFLOW__CORE__LOAD_EXAMPLES=False
 export AIRFLOW__CORE__DAGS_FOLDER="$ROOT/generated/dags"
 export CONTRACT_ASSETS_WAREHOUSE="$DEMO_DIR/warehouse.duckdb"
+# The bundled config names warehouse_conn_id "warehouse": a named Connection must exist.
+export AIRFLOW_CONN_WAREHOUSE="duckdb://$DEMO_DIR/warehouse.duckdb"
 JOBS_PATH="${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONPATH="$ROOT/orchestration/jobs$JOBS_PATH"
 export PATH="$ROOT/.venv/bin:$ROOT/test/python/shims:$PATH"

@@ -442,6 +442,7 @@ class LiveStack:
             env[f"AIRFLOW_CONN_{WAREHOUSE_CONN_ID.upper()}"] = self.postgres.uri("warehouse")
         elif self.warehouse == "duckdb":
             env["CONTRACT_ASSETS_WAREHOUSE"] = str(self.duckdb_path)
+            env[f"AIRFLOW_CONN_{WAREHOUSE_CONN_ID.upper()}"] = f"duckdb://{self.duckdb_path}"
             env["AIRFLOW__CORE__PARALLELISM"] = "1"  # one writer process per DuckDB file
         if not any(k.startswith("OPENLINEAGE__TRANSPORT__") or k in ("OPENLINEAGE_CONFIG", "OPENLINEAGE_URL") for k in env):
             env.update(

@@ -262,6 +262,16 @@ export const Diagnostics = {
     "warning",
     (a) => `${a.field} is not honoured in Airflow: ${a.reason}`,
   ),
+  QualitySqlUnknownPlaceholder: entry<{ placeholder: string }>(
+    "CA3801",
+    "error",
+    (a) => `the quality query holds ${q(a.placeholder)}, which is not a placeholder: only "{dataset}" is replaced, anything else reaches the database as written`,
+  ),
+  TemplateInLineageText: entry<{ field: string; placeholder: string }>(
+    "CA3802",
+    "error",
+    (a) => `${a.field} holds the unresolved template placeholder ${q(a.placeholder)}; it reaches Airflow and lineage as written`,
+  ),
 
   // 4: link
   DuplicateContractId: entry<{ id: string }>("CA4001", "error", (a) => `the contract id ${q(a.id)} is declared twice`),

@@ -188,6 +188,20 @@ export function isWidening(kind: "logicalType" | "physicalType", before: string 
   return a.params.every((x, i) => x >= b.params![i]!);
 }
 
+/** Each (property, key) that differs between two records of an asset, for properties in both, in schema order. */
+function fieldChanges<K extends keyof Property>(
+  b: ManifestAsset,
+  a: ManifestAsset,
+  keys: readonly K[],
+  differs: (before: Property[K], after: Property[K]) => boolean,
+): Array<{ name: string; key: K; before: Property[K]; after: Property[K] }> {
+  const after = propertiesOf(a);
+  return [...propertiesOf(b)].flatMap(([name, p]) => {
+    const n = after.get(name);
+    return n ? keys.filter((k) => differs(p[k], n[k])).map((key) => ({ name, key, before: p[key], after: n[key] })) : [];
+  });
+}
+
 /** The breaking property changes between two records of an asset, in words (for a pinned consumer). */
 function breakingPropertyChanges(b: ManifestAsset, a: ManifestAsset): string[] {
   const after = propertiesOf(a);
@@ -288,7 +302,7 @@ function contractsWithChanges(c: DiffContext, earlier: readonly Change[]): Contr
 }
 
 /** The first asset the given changes concern (the report groups the version rule under it). */
-function firstAsset(v: ContractVersions, c: DiffContext, changes: readonly Change[] = v.changes): string {
+function firstAsset(v: ContractVersions, c: DiffContext, changes: readonly Change[]): string {
   const names = changes.map((x) => x.asset);
   if (!names.length) for (const a of c.after.values()) if (contractOf(a) === v.id) names.push(a.name);
   return names.sort(compareStrings)[0]!;
@@ -300,6 +314,12 @@ function listChanges(changes: readonly Change[]): string {
   return changes.length > 3 ? `${shown.join("; ")}; and ${changes.length - 3} more` : shown.join("; ");
 }
 
+/** A version rule's finding: grouped under the first asset concerned, `before`/`after` the versions. */
+function versionFinding(v: ContractVersions, c: DiffContext, changes: readonly Change[], message: string, fix?: string): Finding {
+  return { asset: firstAsset(v, c, changes), contract: v.id, field: "version", before: v.beforeText, after: v.afterText, ...(fix ? { fix } : {}), message };
+}
+
+const breakingWords = (changes: readonly Change[]): string => (changes.length === 1 ? "a breaking change" : `${changes.length} breaking changes`);
 const versionChanged = (v: ContractVersions): boolean => v.beforeText !== v.afterText;
 // A probable rename is a hint about a removal already counted (ASSET_REMOVED), not a second change.
 const breakingOf = (v: ContractVersions): Change[] => v.changes.filter((x) => x.category === "breaking" && x.rule !== "ASSET_PROBABLY_RENAMED");
@@ -558,26 +578,19 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
     category: "breaking",
     about: "asset",
     detect: (c) =>
-      kept(c).flatMap(([b, a]) => {
-        const after = propertiesOf(a);
-        return [...propertiesOf(b)].flatMap(([name, p]) => {
-          const n = after.get(name);
-          if (!n) return [];
-          return (["logicalType", "physicalType"] as const)
-            .filter((k) => (p[k] ?? null) !== (n[k] ?? null))
-            .map((k) => {
-              const widened = isWidening(k, p[k], n[k]);
-              return {
-                asset: a.name,
-                field: `schema.properties.${name}.${k}`,
-                before: p[k] ?? null,
-                after: n[k] ?? null,
-                category: widened ? ("non-breaking" as const) : ("breaking" as const),
-                message: `the ${k} of ${q(`${a.name}.${name}`)} changed from ${q(p[k] ?? null)} to ${q(n[k] ?? null)} (${widened ? "widened" : "narrowed or incompatible"})`,
-              };
-            });
-        });
-      }),
+      kept(c).flatMap(([b, a]) =>
+        fieldChanges(b, a, ["logicalType", "physicalType"] as const, (x, y) => (x ?? null) !== (y ?? null)).map(({ name, key, before, after }) => {
+          const widened = isWidening(key, before, after);
+          return {
+            asset: a.name,
+            field: `schema.properties.${name}.${key}`,
+            before: before ?? null,
+            after: after ?? null,
+            category: widened ? ("non-breaking" as const) : ("breaking" as const),
+            message: `the ${key} of ${q(`${a.name}.${name}`)} changed from ${q(before ?? null)} to ${q(after ?? null)} (${widened ? "widened" : "narrowed or incompatible"})`,
+          };
+        }),
+      ),
   },
   {
     id: "PROPERTY_REQUIRED_TIGHTENED",
@@ -622,16 +635,15 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
     category: "metadata-only",
     about: "asset",
     detect: (c) =>
-      kept(c).flatMap(([b, a]) => {
-        const after = propertiesOf(a);
-        return [...propertiesOf(b)].flatMap(([name, p]) => {
-          const n = after.get(name);
-          if (!n) return [];
-          return (["classification", "description", "tags"] as const)
-            .filter((k) => !same(p[k], n[k]))
-            .map((k) => ({ asset: a.name, field: `schema.properties.${name}.${k}`, before: p[k] ?? null, after: n[k] ?? null, message: `the ${k} of ${q(`${a.name}.${name}`)} changed` }));
-        });
-      }),
+      kept(c).flatMap(([b, a]) =>
+        fieldChanges(b, a, ["classification", "description", "tags"] as const, (x, y) => !same(x, y)).map(({ name, key, before, after }) => ({
+          asset: a.name,
+          field: `schema.properties.${name}.${key}`,
+          before: before ?? null,
+          after: after ?? null,
+          message: `the ${key} of ${q(`${a.name}.${name}`)} changed`,
+        })),
+      ),
   },
   {
     id: "QUALITY_RULE_REMOVED",
@@ -720,7 +732,7 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
         const breaking = breakingOf(v);
         if (!breaking.length || bumped(v.before, v.after, "major")) return [];
         const next = nextVersion(v.before, "major");
-        return [{ asset: firstAsset(v, c, breaking), contract: v.id, field: "version", before: v.beforeText, after: v.afterText, fix: `version: ${next}`, message: `the contract ${q(v.id)} makes ${breaking.length === 1 ? "a breaking change" : `${breaking.length} breaking changes`} under version ${v.afterText} (was ${v.beforeText}): ${listChanges(breaking)}; a breaking change needs a major version (${next})` }];
+        return [versionFinding(v, c, breaking, `the contract ${q(v.id)} makes ${breakingWords(breaking)} under version ${v.afterText} (was ${v.beforeText}): ${listChanges(breaking)}; a breaking change needs a major version (${next})`, `version: ${next}`)];
       }),
   },
   {
@@ -733,7 +745,7 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
       contractsWithChanges(c, earlier).flatMap((v) => {
         const breaking = breakingOf(v);
         if (!breaking.length || !bumped(v.before, v.after, "major")) return [];
-        return [{ asset: firstAsset(v, c, breaking), contract: v.id, field: "version", before: v.beforeText, after: v.afterText, message: `the contract ${q(v.id)} makes ${breaking.length === 1 ? "a breaking change" : `${breaking.length} breaking changes`}, acknowledged by the major version ${v.afterText} (was ${v.beforeText}): ${listChanges(breaking)}` }];
+        return [versionFinding(v, c, breaking, `the contract ${q(v.id)} makes ${breakingWords(breaking)}, acknowledged by the major version ${v.afterText} (was ${v.beforeText}): ${listChanges(breaking)}`)];
       }),
   },
   {
@@ -747,7 +759,7 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
         const additive = additiveOf(v);
         if (breakingOf(v).length || !additive.length || bumped(v.before, v.after, "minor")) return [];
         const next = nextVersion(v.before, "minor");
-        return [{ asset: firstAsset(v, c, additive), contract: v.id, field: "version", before: v.beforeText, after: v.afterText, fix: `version: ${next}`, message: `the contract ${q(v.id)} adds to what consumers may read under version ${v.afterText} (was ${v.beforeText}): ${listChanges(additive)}; an additive change wants a minor version (${next})` }];
+        return [versionFinding(v, c, additive, `the contract ${q(v.id)} adds to what consumers may read under version ${v.afterText} (was ${v.beforeText}): ${listChanges(additive)}; an additive change wants a minor version (${next})`, `version: ${next}`)];
       }),
   },
   {
@@ -759,6 +771,6 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
     detect: (c, earlier) =>
       contractsWithChanges(c, earlier)
         .filter((v) => versionChanged(v) && !breakingOf(v).length && !(additiveOf(v).length && !bumped(v.before, v.after, "minor")))
-        .map((v) => ({ asset: firstAsset(v, c), contract: v.id, field: "version", before: v.beforeText, after: v.afterText, message: `the version of the contract ${q(v.id)} changed from ${v.beforeText} to ${v.afterText}` })),
+        .map((v) => versionFinding(v, c, v.changes, `the version of the contract ${q(v.id)} changed from ${v.beforeText} to ${v.afterText}`)),
   },
 ];

@@ -3,7 +3,7 @@ import type { Diagnostic, RelatedLocation, SourceLocation, StageResult } from ".
 import type { LinkedProject } from "../link/linkProject.js";
 import type { Manifest } from "../manifest/buildManifest.js";
 import { compareStrings } from "../support/compare.js";
-import { CHANGE_RULES, consumersOf, type Change, type ChangeCategory, type ChangeSeverity, type DiffContext } from "./changeRules.js";
+import { CHANGE_RULES, type Change, type ChangeCategory, type ChangeSeverity, type DiffContext } from "./changeRules.js";
 
 const SEVERITY_ORDER: Record<ChangeSeverity, number> = { breaking: 0, dangerous: 1, safe: 2 };
 const CATEGORY_ORDER: Record<ChangeCategory, number> = { breaking: 0, "non-breaking": 1, "metadata-only": 2 };
@@ -42,27 +42,46 @@ export interface ManifestDiff {
 
 const worst = (xs: ChangeCategory[]): ChangeCategory => [...xs].sort((a, b) => CATEGORY_ORDER[a] - CATEGORY_ORDER[b])[0] ?? "metadata-only";
 
+/** The current state's reading graph: asset → dag_ids that read it, dag_id → assets it produces. */
+interface ReadGraph {
+  readers: Map<string, string[]>;
+  produces: Map<string, string[]>;
+}
+
+function readGraphOf(context: DiffContext): ReadGraph {
+  const readers = new Map<string, string[]>();
+  const produces = new Map<string, string[]>();
+  for (const dag of context.dagsAfter.values()) {
+    const upstreams = ((dag.runtime as { upstreams?: Array<{ asset: string }> } | undefined)?.upstreams ?? []).map((u) => u.asset);
+    for (const asset of new Set(upstreams)) readers.set(asset, [...(readers.get(asset) ?? []), dag.dag_id]);
+  }
+  for (const a of context.after.values()) if (a.producer) produces.set(a.producer, [...(produces.get(a.producer) ?? []), a.name]);
+  // Sort for determinism.
+  for (const list of readers.values()) list.sort(compareStrings);
+  return { readers, produces };
+}
+
 /**
  * Downstream DAGs of an asset in the current state: `direct` read it, `indirect` read an asset that a
  * downstream DAG produces (breadth first, to any depth; each DAG once, at its nearest kind).
- * Output: `{direct, indirect}` dag_ids, each sorted, plus by dag_id what it is downstream through.
+ * Output: `direct` dag_ids sorted, and by indirect dag_id the downstream DAGs it reads through.
  */
-function downstreamOf(context: DiffContext, asset: string): { direct: string[]; indirect: Map<string, Set<string>> } {
-  const direct = consumersOf(context, asset).map((x) => x.dag.dag_id);
+function downstreamOf(graph: ReadGraph, asset: string): { direct: string[]; indirect: Map<string, Set<string>> } {
+  const direct = graph.readers.get(asset) ?? [];
   const seen = new Set(direct);
   const indirect = new Map<string, Set<string>>();
   let frontier = direct;
   while (frontier.length) {
     const next: string[] = [];
     for (const dagId of frontier) {
-      for (const produced of [...context.after.values()].filter((a) => a.producer === dagId)) {
-        for (const { dag } of consumersOf(context, produced.name)) {
-          if (direct.includes(dag.dag_id)) continue;
-          if (!indirect.has(dag.dag_id)) indirect.set(dag.dag_id, new Set());
-          indirect.get(dag.dag_id)!.add(dagId);
-          if (!seen.has(dag.dag_id)) {
-            seen.add(dag.dag_id);
-            next.push(dag.dag_id);
+      for (const produced of graph.produces.get(dagId) ?? []) {
+        for (const reader of graph.readers.get(produced) ?? []) {
+          if (direct.includes(reader)) continue;
+          if (!indirect.has(reader)) indirect.set(reader, new Set());
+          indirect.get(reader)!.add(dagId);
+          if (!seen.has(reader)) {
+            seen.add(reader);
+            next.push(reader);
           }
         }
       }
@@ -81,6 +100,7 @@ function planOf(context: DiffContext, changes: Change[]): ManifestDiff["plan"] {
     if (!m.has(k)) m.set(k, new Set());
     for (const x of v) m.get(k)!.add(x);
   };
+  const graph = readGraphOf(context);
   const cache = new Map<string, ReturnType<typeof downstreamOf>>();
   for (const change of changes) {
     // The plan is what producers changed: consumers that break are downstream, and a contract's
@@ -88,7 +108,7 @@ function planOf(context: DiffContext, changes: Change[]): ManifestDiff["plan"] {
     if (about.get(change.rule) !== "asset") continue;
     byAsset.set(change.asset, [...(byAsset.get(change.asset) ?? []), change]);
     if (change.category === "metadata-only") continue;
-    if (!cache.has(change.asset)) cache.set(change.asset, downstreamOf(context, change.asset));
+    if (!cache.has(change.asset)) cache.set(change.asset, downstreamOf(graph, change.asset));
     const d = cache.get(change.asset)!;
     if (d.direct.length || d.indirect.size) change.downstream = { direct: d.direct, indirect: [...d.indirect.keys()].sort(compareStrings) };
     for (const dagId of d.direct) {

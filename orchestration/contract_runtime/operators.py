@@ -97,15 +97,19 @@ class _ContractOperator(BaseOperator):
         from airflow.sdk.exceptions import AirflowFailException
 
         from contract_runtime.run import RunIdentity
-        from contract_runtime.stages import NonRetryableError
+        from contract_runtime.stages import non_retryable_errors
 
         self._ca_error: BaseException | None = None
         run = RunIdentity.from_context(context)
         try:
             return self.run_stage(context, run)
-        except NonRetryableError as exc:
+        except non_retryable_errors() as exc:
             self._ca_error = exc
-            raise AirflowFailException(str(exc)) from exc
+            message = str(exc)
+            # A task error names the contract (ARCHITECTURE.md, runtime errors).
+            if self.contract_id not in message:
+                message = f"contract {self.contract_id!r}: {message}"
+            raise AirflowFailException(message) from exc
         except BaseException as exc:
             self._ca_error = exc
             raise

@@ -17,10 +17,13 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "DIALECTS",
     "Column",
+    "Dialect",
     "SqlTypeError",
     "TableRef",
     "convert_placeholders",
+    "dialect_of",
     "quote_ident",
     "sql_type",
 ]
@@ -90,42 +93,74 @@ PHYSICAL_TYPE_PATTERN: re.Pattern[str] = re.compile(
     r"^[A-Za-z][A-Za-z0-9_]*(?: [A-Za-z][A-Za-z0-9_]*){0,3}(?: ?\(\s*\d{1,4}\s*(?:,\s*\d{1,4}\s*)?\))?$"
 )
 
-#: ODCS logicalType -> SQL type, per dialect. ``other`` is any common-sql database.
-_LOGICAL_TYPES: Mapping[str, Mapping[str, str]] = {
-    "duckdb": {
-        "string": "VARCHAR",
-        "date": "DATE",
-        "timestamp": "TIMESTAMP WITH TIME ZONE",
-        "time": "TIME",
-        "number": "DOUBLE",
-        "integer": "BIGINT",
-        "boolean": "BOOLEAN",
-        "object": "JSON",
-        "array": "JSON",
-    },
-    "postgres": {
-        "string": "TEXT",
-        "date": "DATE",
-        "timestamp": "TIMESTAMP WITH TIME ZONE",
-        "time": "TIME",
-        "number": "DOUBLE PRECISION",
-        "integer": "BIGINT",
-        "boolean": "BOOLEAN",
-        "object": "JSONB",
-        "array": "JSONB",
-    },
-    "other": {
-        "string": "VARCHAR(4000)",
-        "date": "DATE",
-        "timestamp": "TIMESTAMP",
-        "time": "TIME",
-        "number": "DOUBLE PRECISION",
-        "integer": "BIGINT",
-        "boolean": "BOOLEAN",
-        "object": "VARCHAR(4000)",
-        "array": "VARCHAR(4000)",
-    },
+@dataclass(frozen=True)
+class Dialect:
+    """What differs between warehouses, in one place (no ``if dialect == ...`` elsewhere).
+
+    :ivar logical_types: ODCS ``logicalType`` -> SQL type.
+    :ivar timestamp_type: The type of the runtime's own timestamp columns (state tables).
+    :ivar moves_tables_by_schema: Whether ``ALTER TABLE ... SET SCHEMA`` moves a table into another
+        schema inside a transaction (PostgreSQL); else publish copies and drops.
+    """
+
+    logical_types: Mapping[str, str]
+    timestamp_type: str
+    moves_tables_by_schema: bool
+
+
+#: Every warehouse dialect the runtime knows; ``other`` is any common-sql database.
+DIALECTS: Mapping[str, Dialect] = {
+    "duckdb": Dialect(
+        logical_types={
+            "string": "VARCHAR",
+            "date": "DATE",
+            "timestamp": "TIMESTAMP WITH TIME ZONE",
+            "time": "TIME",
+            "number": "DOUBLE",
+            "integer": "BIGINT",
+            "boolean": "BOOLEAN",
+            "object": "JSON",
+            "array": "JSON",
+        },
+        timestamp_type="timestamp with time zone",
+        moves_tables_by_schema=False,
+    ),
+    "postgres": Dialect(
+        logical_types={
+            "string": "TEXT",
+            "date": "DATE",
+            "timestamp": "TIMESTAMP WITH TIME ZONE",
+            "time": "TIME",
+            "number": "DOUBLE PRECISION",
+            "integer": "BIGINT",
+            "boolean": "BOOLEAN",
+            "object": "JSONB",
+            "array": "JSONB",
+        },
+        timestamp_type="timestamp with time zone",
+        moves_tables_by_schema=True,
+    ),
+    "other": Dialect(
+        logical_types={
+            "string": "VARCHAR(4000)",
+            "date": "DATE",
+            "timestamp": "TIMESTAMP",
+            "time": "TIME",
+            "number": "DOUBLE PRECISION",
+            "integer": "BIGINT",
+            "boolean": "BOOLEAN",
+            "object": "VARCHAR(4000)",
+            "array": "VARCHAR(4000)",
+        },
+        timestamp_type="timestamp",
+        moves_tables_by_schema=False,
+    ),
 }
+
+
+def dialect_of(name: str) -> Dialect:
+    """The :class:`Dialect` of a warehouse's ``dialect`` name; unknown names are ``other``."""
+    return DIALECTS.get(name, DIALECTS["other"])
 
 
 def sql_type(prop: Mapping[str, Any], dialect: str) -> str:
@@ -147,7 +182,7 @@ def sql_type(prop: Mapping[str, Any], dialect: str) -> str:
                 "(letters, digits, underscores, spaces, and one (n) or (p,s))"
             )
         return text
-    table = _LOGICAL_TYPES.get(dialect, _LOGICAL_TYPES["other"])
+    table = dialect_of(dialect).logical_types
     logical = str(prop.get("logicalType"))
     if logical not in table:
         raise SqlTypeError(f"logicalType {logical!r} of column {prop.get('name')!r} is not supported")

@@ -35,6 +35,7 @@ __all__ = [
     "audit",
     "lineage_fail",
     "lineage_warehouse",
+    "non_retryable_errors",
     "produce",
     "publish",
 ]
@@ -43,6 +44,25 @@ log = logging.getLogger(__name__)
 
 #: Opens a warehouse from a connection id; tests substitute their own.
 WarehouseOpener = Callable[[str | None], Warehouse]
+
+
+def non_retryable_errors() -> tuple[type[BaseException], ...]:
+    """The exception types a retry cannot fix: configuration, contract and type errors.
+
+    :class:`NonRetryableError` (quality gate, producer configuration and data errors, a manifest
+    that does not fit), :class:`~contract_runtime.manifest.ManifestError`,
+    :class:`~contract_runtime.sqlutil.SqlTypeError` (a type the warehouse cannot take),
+    :class:`~contract_runtime.quality.QualityRuleError` (a malformed rule),
+    :class:`~contract_runtime.warehouse.WarehouseConfigError` (a missing or unusable Connection) and
+    :class:`~contract_runtime.producers.ProducerError`. The operators fail the task at once for
+    these (``AirflowFailException``); anything else keeps Airflow's retries.
+    """
+    from contract_runtime.producers import ProducerError
+    from contract_runtime.quality import QualityRuleError
+    from contract_runtime.sqlutil import SqlTypeError
+    from contract_runtime.warehouse import WarehouseConfigError
+
+    return (NonRetryableError, ManifestError, SqlTypeError, QualityRuleError, WarehouseConfigError, ProducerError)
 
 
 class NonRetryableError(Exception):

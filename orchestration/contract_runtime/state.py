@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from contract_runtime.sqlutil import quote_ident
+from contract_runtime.sqlutil import dialect_of, quote_ident
 from contract_runtime.tables import PUBLICATIONS, STATE_SCHEMA, WATERMARKS
 from contract_runtime.warehouse import Warehouse
 
@@ -27,7 +27,7 @@ __all__ = [
 
 def ensure_state_tables(wh: Warehouse) -> None:
     """Create ``_ca_state``, ``watermarks`` and ``publications`` when missing."""
-    ts = "timestamp with time zone" if wh.dialect in ("duckdb", "postgres") else "timestamp"
+    ts = dialect_of(wh.dialect).timestamp_type
     wh.create_schema(STATE_SCHEMA)
     wh.execute(
         f"create table if not exists {WATERMARKS.sql} ("

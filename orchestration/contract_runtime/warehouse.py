@@ -2,14 +2,16 @@
 
 Selection (:func:`open_warehouse`), from the contract's ``warehouse_conn_id``:
 
-1. the Airflow Connection does not exist, or its ``conn_type`` is ``duckdb`` -> DuckDB, at the
-   connection's path (``duckdb:///abs/path.duckdb`` or ``duckdb://?path=/abs/path.duckdb``),
-   else ``$CONTRACT_ASSETS_WAREHOUSE``, else ``$AIRFLOW_HOME/contract_assets.duckdb``;
-2. any other ``conn_type`` -> that connection's common-sql hook (``conn.get_hook()``, a
+1. no ``warehouse_conn_id`` -> the embedded DuckDB file: ``$CONTRACT_ASSETS_WAREHOUSE``, else
+   ``$AIRFLOW_HOME/contract_assets.duckdb``;
+2. a Connection of ``conn_type`` ``duckdb`` -> DuckDB at the connection's path
+   (``duckdb:///abs/path.duckdb`` or ``duckdb://?path=/abs/path.duckdb``), else as in 1;
+3. any other ``conn_type`` -> that connection's common-sql hook (``conn.get_hook()``, a
    ``DbApiHook``, e.g. ``PostgresHook``) wrapped in :class:`DbApiWarehouse`.
 
-A failure to look the connection up (other than "not found") is raised, never papered over
-with the embedded default.
+A named Connection that does not exist is a :class:`WarehouseConfigError` naming its id, never
+replaced by the embedded default (the data would land in a local file nobody reads); a failure to
+look it up (other than "not found") is raised as it is.
 
 Every method takes identifiers as :class:`~contract_runtime.sqlutil.TableRef` or plain names and
 quotes them; values travel as bind parameters (``?`` markers, converted per driver). Outside
@@ -34,6 +36,7 @@ from contract_runtime.sqlutil import (
     Column,
     TableRef,
     convert_placeholders,
+    dialect_of,
     named_params,
     quote_ident,
 )
@@ -42,6 +45,7 @@ __all__ = [
     "DbApiWarehouse",
     "DuckDBWarehouse",
     "Warehouse",
+    "WarehouseConfigError",
     "WarehouseError",
     "WarehouseLocation",
     "default_duckdb_path",
@@ -56,6 +60,11 @@ INSERT_BATCH: int = 1000
 
 class WarehouseError(Exception):
     """The warehouse cannot be selected or opened, or a swap precondition failed."""
+
+
+class WarehouseConfigError(WarehouseError):
+    """The warehouse configuration is wrong (a missing Connection, a DuckDB connection with a host,
+    a connection type without a DB-API hook): a retry cannot fix it."""
 
 
 @dataclass(frozen=True)
@@ -530,7 +539,7 @@ class DbApiWarehouse(Warehouse):
         self._con.rollback()
 
     def _move_table(self, src: TableRef, dst: TableRef) -> None:
-        if self.dialect == "postgres":
+        if dialect_of(self.dialect).moves_tables_by_schema:
             # Transactional DDL: move the table into the target schema, then rename it there.
             self._run(f"alter table {src.sql} set schema {quote_ident(dst.schema)}", None, False)
             moved = TableRef(dst.schema, src.name)
@@ -583,7 +592,7 @@ def _duckdb_path_of(conn: Any) -> str | None:
     if extra.get("path"):
         return os.path.abspath(os.path.expanduser(str(extra["path"])))
     if conn.host:
-        raise WarehouseError(f"DuckDB connection {conn.conn_id!r} names a host; write duckdb:///absolute/path.duckdb")
+        raise WarehouseConfigError(f"DuckDB connection {conn.conn_id!r} names a host; write duckdb:///absolute/path.duckdb")
     if conn.schema:
         schema = str(conn.schema)
         return schema if schema.startswith("/") else "/" + schema
@@ -606,9 +615,15 @@ def open_warehouse(conn_id: str | None) -> Warehouse:
 
     :param conn_id: The Airflow connection id, or None for the embedded default.
     :returns: An open warehouse; close it (it is a context manager).
-    :raises WarehouseError: When the connection cannot be used as a warehouse.
+    :raises WarehouseConfigError: When ``conn_id`` names no Airflow Connection, or one that cannot
+        be used as a warehouse.
     """
     conn = _get_connection(conn_id) if conn_id else None
+    if conn_id and conn is None:
+        raise WarehouseConfigError(
+            f"the warehouse Connection {conn_id!r} (warehouse_conn_id) does not exist; define it in Airflow "
+            f"(e.g. AIRFLOW_CONN_{conn_id.upper()}), or remove warehouse_conn_id to use the embedded DuckDB file"
+        )
     if conn is None or (conn.conn_type or "").lower() == "duckdb":
         path = (_duckdb_path_of(conn) if conn is not None else None) or default_duckdb_path()
         wh: Warehouse = DuckDBWarehouse(path)
@@ -616,7 +631,7 @@ def open_warehouse(conn_id: str | None) -> Warehouse:
         conn_type = (conn.conn_type or "").lower()
         hook = conn.get_hook()
         if not hasattr(hook, "get_conn"):
-            raise WarehouseError(f"connection {conn_id!r} ({conn_type}) has no DB-API hook")
+            raise WarehouseConfigError(f"connection {conn_id!r} ({conn_type}) has no DB-API hook")
         dialect = "postgres" if conn_type in ("postgres", "postgresql") else conn_type
         wh = DbApiWarehouse(hook, dialect=dialect, conn_id=str(conn_id), connection=conn)
     log.info("warehouse: %s", wh.description)

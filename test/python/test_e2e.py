@@ -83,6 +83,8 @@ def airflow_env(home: Path, project: Path, **extra: str) -> dict[str, str]:
         AIRFLOW__CORE__LOAD_EXAMPLES="False",
         AIRFLOW__CORE__DAGS_FOLDER=str(project / "generated" / "dags"),
         CONTRACT_ASSETS_WAREHOUSE=str(home / "warehouse.duckdb"),
+        # The bundled config names warehouse_conn_id "warehouse": a named Connection must exist.
+        AIRFLOW_CONN_WAREHOUSE=f"duckdb://{home / 'warehouse.duckdb'}",
         PYTHONPATH=str(project / "orchestration" / "jobs"),
         PATH=os.pathsep.join([str(VENV_BIN), str(SHIMS), os.environ.get("PATH", "")]),
         OPENLINEAGE__TRANSPORT__TYPE="file",

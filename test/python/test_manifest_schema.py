@@ -21,7 +21,7 @@ from contract_runtime.manifest import (
     schema_problem,
 )
 from contract_runtime.producers import _PRODUCERS
-from contract_runtime.sqlutil import _LOGICAL_TYPES, PHYSICAL_TYPE_PATTERN
+from contract_runtime.sqlutil import DIALECTS, PHYSICAL_TYPE_PATTERN
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA: dict[str, Any] = json.loads((REPO / "compiler" / "schemas" / "manifest" / "v1.schema.json").read_text("utf-8"))
@@ -69,8 +69,8 @@ def test_the_schema_accepts_exactly_what_the_runtime_implements() -> None:
     producer_types = DEFS["DagRuntime"]["properties"]["producer"]["properties"]["type"]["enum"]
     assert sorted(producer_types) == sorted(_PRODUCERS)
     logical = DEFS["LogicalType"]["enum"]
-    for dialect, table in _LOGICAL_TYPES.items():
-        assert sorted(table) == sorted(logical), dialect
+    for name, dialect in DIALECTS.items():
+        assert sorted(dialect.logical_types) == sorted(logical), name
     assert DEFS["Property"]["properties"]["physicalType"]["pattern"] == PHYSICAL_TYPE_PATTERN.pattern
 
 

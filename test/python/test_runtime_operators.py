@@ -82,7 +82,7 @@ def context(ti: FakeTI, **kw: Any) -> dict[str, Any]:
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setenv("CONTRACT_ASSETS_WAREHOUSE", str(tmp_path / "op.duckdb"))
-    monkeypatch.delenv("AIRFLOW_CONN_WAREHOUSE", raising=False)
+    monkeypatch.setenv("AIRFLOW_CONN_WAREHOUSE", f"duckdb://{tmp_path / 'op.duckdb'}")
     dag = dag_entry(
         producer={
             "type": "sql",
@@ -142,6 +142,7 @@ def test_quality_gate_fails_without_retry_and_pushes_the_verdict(
     from contract_runtime.operators import AuditOperator, ProduceOperator
 
     monkeypatch.setenv("CONTRACT_ASSETS_WAREHOUSE", str(tmp_path / "gate.duckdb"))
+    monkeypatch.setenv("AIRFLOW_CONN_WAREHOUSE", f"duckdb://{tmp_path / 'gate.duckdb'}")
     dag = dag_entry(
         producer={
             "type": "sql",
@@ -164,6 +165,7 @@ def test_other_errors_stay_retryable(tmp_path: Path, monkeypatch: pytest.MonkeyP
     from contract_runtime.operators import ProduceOperator
 
     monkeypatch.setenv("CONTRACT_ASSETS_WAREHOUSE", str(tmp_path / "r.duckdb"))
+    monkeypatch.setenv("AIRFLOW_CONN_WAREHOUSE", f"duckdb://{tmp_path / 'r.duckdb'}")
     dag = dag_entry(producer={"type": "sql", "path": "x.sql", "sql": "select * from no_such_schema.no_such_table"})
     manifest = write_manifest(tmp_path, [dag])
     with pytest.raises(duckdb.CatalogException):
@@ -198,3 +200,27 @@ def test_failure_callback_default_respects_a_given_one(project: str, monkeypatch
     assert isinstance(seen[-1][3], KeyError)
     # never raises, even with a useless context
     lineage_on_failure({})
+
+
+def test_configuration_errors_fail_without_retry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A missing named Connection and a type the warehouse cannot take fail the task at once."""
+    from airflow.sdk.exceptions import AirflowFailException
+    from contract_runtime.operators import ProduceOperator
+
+    monkeypatch.setenv("CONTRACT_ASSETS_WAREHOUSE", str(tmp_path / "c.duckdb"))
+    monkeypatch.delenv("AIRFLOW_CONN_WAREHOUSE", raising=False)
+    manifest = write_manifest(tmp_path, [dag_entry()])
+    produce = ProduceOperator(task_id="produce", contract_id="sales.orders", manifest_path=manifest)
+    with pytest.raises(AirflowFailException, match="contract 'sales.orders': the warehouse Connection 'warehouse'"):
+        produce.execute(context(FakeTI()))
+    assert not (tmp_path / "c.duckdb").exists()
+
+    from contract_runtime.quality import QualityRuleError
+    from contract_runtime.sqlutil import SqlTypeError
+    from contract_runtime.stages import non_retryable_errors
+    from contract_runtime.warehouse import WarehouseError
+
+    for error in (SqlTypeError("bad type"), QualityRuleError("bad rule")):
+        assert isinstance(error, non_retryable_errors())
+    # A DuckDB file that stays locked may free up: a plain WarehouseError keeps the retries.
+    assert not isinstance(WarehouseError("cannot open"), non_retryable_errors())

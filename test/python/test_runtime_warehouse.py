@@ -28,6 +28,7 @@ from contract_runtime.sqlutil import (
 from contract_runtime.tables import quarantine_table, staging_table, target_table
 from contract_runtime.warehouse import (
     DuckDBWarehouse,
+    WarehouseConfigError,
     WarehouseError,
     default_duckdb_path,
     open_warehouse,
@@ -242,11 +243,12 @@ def test_released_lets_another_process_open_the_file(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------- selection
 
 
-def test_missing_connection_selects_default_duckdb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_missing_named_connection_fails_with_its_id(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("AIRFLOW_CONN_CA_TEST_NOPE", raising=False)
     monkeypatch.setenv("CONTRACT_ASSETS_WAREHOUSE", str(tmp_path / "env.duckdb"))
-    with open_warehouse("ca_test_nope") as w:
-        assert isinstance(w, DuckDBWarehouse) and w.path == str(tmp_path / "env.duckdb")
+    with pytest.raises(WarehouseConfigError, match="the warehouse Connection 'ca_test_nope'.*does not exist"):
+        open_warehouse("ca_test_nope")
+    assert not (tmp_path / "env.duckdb").exists()
     with open_warehouse(None) as w:
         assert w.path == str(tmp_path / "env.duckdb")
 

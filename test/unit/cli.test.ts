@@ -1,6 +1,8 @@
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { runCli } from "../../compiler/cli.js";
+import { stageCase } from "../golden/golden.js";
 import { cli, copyBundledProject, mtimes, REPO, snapshot } from "./helpers.js";
 
 describe("contract-assets CLI", () => {
@@ -112,5 +114,15 @@ describe("contract-assets CLI", () => {
     expect(json.edges).toContainEqual({ from: "fx.rates_daily", to: "finance.contracts_curated", via: "finance.contracts_curated" });
     expect(cli(["graph"]).stdout).toMatch(/^flowchart LR\n/);
     expect(cli(["graph", "--format", "dot"]).stdout).toMatch(/^digraph assets \{/);
+  });
+
+  it("runCli (the golden command cases) prints byte for byte what the bin prints", async () => {
+    // A small before/after case with an error: diagnostics, a diff report and failing commands.
+    const root = stageCase(path.join(REPO, "test", "cases", "rename-consumer"));
+    for (const args of [["validate"], ["diff", "--format", "json"], ["diff", "--format", "github"], ["graph", "--format", "yaml"]]) {
+      const bin = cli([...args, "--root", root]);
+      const inProcess = await runCli([...args, "--root", root]);
+      expect({ exitCode: inProcess.exitCode, stdout: inProcess.stdout, stderr: inProcess.stderr }, args.join(" ")).toEqual({ exitCode: bin.status, stdout: bin.stdout, stderr: bin.stderr });
+    }
   });
 });

@@ -1,6 +1,7 @@
 import { CredentialInTextRule } from "./CredentialInTextRule.js";
 import { DagTagRule } from "./DagTagRule.js";
 import { IdDomainRule } from "./IdDomainRule.js";
+import { KnownPlaceholderRule } from "./KnownPlaceholderRule.js";
 import { ImplementedProducerRule } from "./ImplementedProducerRule.js";
 import { NestingDepthRule } from "./NestingDepthRule.js";
 import { PiiLegalBasisRule } from "./PiiLegalBasisRule.js";
@@ -9,6 +10,7 @@ import { QualityRuleShapeRule } from "./QualityRuleShapeRule.js";
 import { ReservedExtraKeyRule } from "./ReservedExtraKeyRule.js";
 import { ReservedNameRule } from "./ReservedNameRule.js";
 import type { DocumentRule } from "./rule.js";
+import { TemplateFreeTextRule } from "./TemplateFreeTextRule.js";
 import { TriggerShapeRule } from "./TriggerShapeRule.js";
 import { UniqueNamesRule } from "./UniqueNamesRule.js";
 import { ValidDurationRule } from "./ValidDurationRule.js";
@@ -32,4 +34,6 @@ export const DOCUMENT_RULES: readonly DocumentRule[] = [
   CredentialInTextRule,
   NestingDepthRule,
   ImplementedProducerRule,
+  KnownPlaceholderRule,
+  TemplateFreeTextRule,
 ];
