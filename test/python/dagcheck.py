@@ -21,7 +21,8 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 GENERATED_DIR = REPO_ROOT / "generated"
 CLI = REPO_ROOT / "bin" / "contract-assets.js"
 # Handed cases live beside the repository checkout, never at a fixed absolute path.
-SHARED_CASES = REPO_ROOT.parent / "shared" / "cases"
+#: The project's golden cases; the handed field cases are kept there (no test needs ../shared).
+PROJECT_CASES = REPO_ROOT / "test" / "cases"
 IMPORT_WITHOUT_IO = Path(__file__).resolve().parent / "import_without_io.py"
 
 TASK_ORDER = ("produce", "audit", "publish")

@@ -1,8 +1,9 @@
 """The generated DAG modules, loaded in real Airflow 3.2, checked against generated/manifest.json.
 
 Part 1 uses the committed ``generated/`` at the repo root as is (CI compiles it first).
-Part 2 compiles the handed cases (``<repo>/../shared/cases``) with the CLI into a temporary
-copy of each project and checks what comes out; it is skipped when that folder is absent.
+Part 2 compiles the handed field cases, kept as golden cases (``test/cases/<name>/input``), with
+the CLI into a temporary copy of each project and checks what comes out; it needs nothing beside
+the repository.
 
 Helpers live in dagcheck.py; import_without_io.py is the subprocess script for the
 "no I/O at import" check. What Airflow does with ``A & B & C`` is written down in
@@ -18,7 +19,7 @@ from typing import Any
 
 import dagcheck
 import pytest
-from dagcheck import GENERATED_DIR, SHARED_CASES
+from dagcheck import GENERATED_DIR
 
 MANIFEST_FILE = GENERATED_DIR / "manifest.json"
 DAGS_DIR = GENERATED_DIR / "dags"
@@ -81,9 +82,8 @@ def no_io_results(tmp_path_factory) -> dict[str, dict[str, Any]]:
 
 @pytest.fixture(scope="session")
 def cases_dir() -> Path:
-    if not SHARED_CASES.is_dir():
-        pytest.skip("handed cases not found: <repo>/../shared/cases does not exist")
-    return SHARED_CASES
+    """The project's golden cases (``test/cases``), where the handed field cases are kept as tests."""
+    return dagcheck.PROJECT_CASES
 
 
 @pytest.fixture(scope="session")
@@ -99,11 +99,10 @@ def compile_case(cases_dir: Path, tmp_path_factory):
     def run(name: str, edit: tuple[str, Any] | None = None) -> dagcheck.CompileResult:
         key = (name, edit[0] if edit else None)
         if key not in cache:
-            case = cases_dir / name
-            if not case.is_dir():
-                pytest.skip(f"handed case {name!r} not found under <repo>/../shared/cases")
+            case = cases_dir / name / "input"
+            assert case.is_dir(), f"golden case {name!r} is missing under test/cases"
             base_sources = cases_dir / "_base" / "orchestration" / "airflow" / "sources"
-            assert base_sources.is_dir(), "shared/cases/_base/orchestration/airflow/sources is missing"
+            assert base_sources.is_dir(), "test/cases/_base/orchestration/airflow/sources is missing"
             root = tmp_path_factory.mktemp(re.sub(r"[^A-Za-z0-9]+", "-", "-".join(filter(None, key))))
             dagcheck.copy_project(case, root, orchestration_sources=base_sources)
             if edit:
@@ -258,7 +257,7 @@ def test_case_injection(compile_case, cases_dir: Path) -> None:
     result = compile_case("injection")
     _, dags = _check_compiled_project(result)
 
-    contract = dagcheck.read_yaml_via_node(cases_dir / "injection" / "contracts" / "sales" / "orders_clean.yaml")
+    contract = dagcheck.read_yaml_via_node(cases_dir / "injection" / "input" / "contracts" / "sales" / "orders_clean.yaml")
     dag = dags[contract["id"]]
     assert dag.description == contract["description"]
     assert dag.tags == set(contract["tags"])
@@ -293,7 +292,7 @@ def test_case_injection_runs_nothing_at_import(compile_case) -> None:
 
 def _nested_trigger_leaves(cases_dir: Path, manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """short name -> expected as_expression leaf (name and uri from the YAML, group from the manifest)."""
-    externals = dagcheck.read_yaml_via_node(cases_dir / "nested-trigger" / "contracts" / "sales" / "orders_raw.yaml")
+    externals = dagcheck.read_yaml_via_node(cases_dir / "nested-trigger" / "input" / "contracts" / "sales" / "orders_raw.yaml")
     groups = {a["name"]: a["group"] for a in manifest["assets"]}
     return {
         a["name"].split(".")[-1]: {"asset": {"uri": a["uri"], "name": a["name"], "group": groups[a["name"]]}}

@@ -21,6 +21,21 @@ function sources(): Map<string, string> {
   return out;
 }
 
+/** The text of every Python file of the runtime and the scripts. */
+function pythonSources(): string {
+  const out: string[] = [];
+  const walk = (d: string): void => {
+    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+      const full = path.join(d, e.name);
+      if (e.isDirectory() && e.name !== "__pycache__") walk(full);
+      else if (e.name.endsWith(".py")) out.push(fs.readFileSync(full, "utf8"));
+    }
+  };
+  walk(path.join(REPO, "orchestration"));
+  walk(path.join(REPO, "scripts"));
+  return out.join("\n");
+}
+
 /**
  * The layering rule of ARCHITECTURE.md: cli → pipeline → report → stages (in pipeline order) →
  * diagnostics → model and support. A module imports only its own layer or lower ones, and a stage
@@ -101,6 +116,28 @@ describe("architecture", () => {
       if (!file.startsWith("link/") || file.startsWith("link/rules/") || file === "link/assetTable.ts") continue;
       expect(text, file).not.toContain("createDiagnostic(");
     }
+  });
+
+  it("lists every catalogue code with its severity in the docs' code table, and no other", () => {
+    const doc = fs.readFileSync(path.join(REPO, "docs", "contract-format.md"), "utf8");
+    const table = [...doc.matchAll(/^\| (CA\d{4}) \| (error|warning|info) \|/gm)].map((m) => `${m[1]} ${m[2]}`);
+    expect(table).toEqual(listCodes().map((c) => `${c.code} ${c.severity}`).sort());
+  });
+
+  it("names in ARCHITECTURE.md only functions and types that exist", () => {
+    const doc = fs.readFileSync(path.join(REPO, "ARCHITECTURE.md"), "utf8");
+    const ts = [...sources().values()].join("\n");
+    const python = pythonSources();
+    // camelCase names in backticks are TypeScript symbols; snake_case ones followed by "()" or
+    // naming a module's function are Python (checked against `def`).
+    // Names of libraries the document cites (ajv's error field), not ours.
+    const external = new Set(["instancePath"]);
+    const camel = new Set([...doc.matchAll(/`([a-z]+[A-Z][A-Za-z0-9]*)(?:\(\))?`/g)].map((m) => m[1]!).filter((n) => !external.has(n)));
+    const missingTs = [...camel].filter((n) => !new RegExp(`(function|const|let|class|interface|type)\\s+${n}\\b|\\b${n}\\s*[:(]`).test(ts) && !python.includes(`def ${n}(`) && !python.includes(`${n} =`));
+    expect(missingTs, "camelCase names of ARCHITECTURE.md that no source defines").toEqual([]);
+    const snakeCalls = new Set([...doc.matchAll(/`(?:[a-z_]+\.)?([a-z]+_[a-z_]+)\(\)`/g)].map((m) => m[1]!));
+    const missingPy = [...snakeCalls].filter((n) => !python.includes(`def ${n}(`));
+    expect(missingPy, "Python functions of ARCHITECTURE.md that the runtime does not define").toEqual([]);
   });
 
   it("makes diagnostics only through the catalogue", () => {
