@@ -226,6 +226,12 @@ export const Diagnostics = {
     "error",
     (a) => `${q(a.field)} nests ${a.depth} levels deep; generated Python allows at most ${a.limit}`,
   ),
+  ExtractShape: entry<{ problem: string }>("CA3301", "error", (a) => `mode "extract" ${a.problem}`),
+  LoadShape: entry<{ field: string }>(
+    "CA3302",
+    "error",
+    (a) => `${q(a.field)} is for mode "extract"; a mode "load" contract reads source.uri`,
+  ),
   ManualWithSchedule: entry(
     "CA3039",
     "error",

@@ -19,6 +19,8 @@ export interface OrchestrationConfig {
   sampleData: Map<string, string>;
   /** Whether compile also writes the ODCS export (`exports: {odcs: true}`). */
   exportOdcs: boolean;
+  /** Where the runtime writes schema-drift proposals (`proposals`); absent: beside the warehouse. */
+  proposals?: { uri: string; connection_id?: string };
 }
 
 /** A config key set twice: the later setting is ignored (reported by UniqueConfigKeyRule). */
@@ -61,6 +63,7 @@ export function mergeConfigs(configs: ReadonlyArray<Located<OrchestrationConfigD
       config.uriTemplateLocation = source.locate(["uri_template"]);
     }
     if (document.lineage !== undefined && claim("lineage", source.locate(["lineage"], "key"))) config.lineageNamespace = document.lineage.namespace;
+    if (document.proposals !== undefined && claim("proposals", source.locate(["proposals"], "key"))) config.proposals = document.proposals;
     if (document.defaults !== undefined && claim("defaults", source.locate(["defaults"], "key"))) config.defaults = document.defaults;
     if (document.exports?.odcs !== undefined && claim("exports.odcs", source.locate(["exports", "odcs"], "key"))) config.exportOdcs = document.exports.odcs;
     for (const [name, s] of Object.entries(document.schedules ?? {})) {

@@ -2,7 +2,7 @@ import type { StageResult } from "../diagnostics/diagnostic.js";
 import type { OrchestrationConfig } from "../link/config.js";
 import { DEFAULT_LAYER, type AssetDeclaration, type LinkedContract, type LinkedProject } from "../link/linkProject.js";
 import type { AssetCondition, Contract, Dataset, QualityRule } from "../model/contract.js";
-import type { ConditionNode, DagPlan, DagRuntime, DefaultArgsPlan, QualityRule as ManifestQualityRule, RuntimeCommon, RuntimeDataset } from "../model/manifest.js";
+import type { ConditionNode, DagPlan, DagRuntime, DefaultArgsPlan, ManifestSource, QualityRule as ManifestQualityRule, RuntimeCommon, RuntimeDataset } from "../model/manifest.js";
 import { compareStrings } from "../support/compare.js";
 import { parseDurationSeconds } from "../support/duration.js";
 import { implicitQualityRules } from "./implicitQualityRules.js";
@@ -86,15 +86,27 @@ function runtimeOf(
   };
   if (contract.kind === "IngestionContract") {
     const sample = config.sampleData.get(contract.source.name);
+    const ingestion = {
+      ...(contract.on_schema_drift ? { on_schema_drift: contract.on_schema_drift } : {}),
+      ...(sample !== undefined ? { sample_data: sample } : {}),
+      ...(config.proposals ? { proposals: config.proposals } : {}),
+    };
+    if (contract.mode === "extract" && contract.landing) {
+      return { kind: "IngestionContract", ...common, producer: { type: "extract" }, source: contract.source, mode: "extract", landing: contract.landing, ...ingestion };
+    }
+    const m = c.manifestSource;
+    // A load of an extract's dataset reads the manifests under that extract's landing (DESIGN §3.2).
+    const manifest: ManifestSource | undefined = m
+      ? { contract: m.contract, uri: m.uri, ...(m.connection_id !== undefined ? { connection_id: m.connection_id } : {}), ...(m.sampleData ? { local_demo: true as const } : {}) }
+      : undefined;
     return {
       kind: "IngestionContract",
       ...common,
       producer: { type: "load" },
-      source: contract.source,
+      source: manifest ? { ...contract.source, manifest } : contract.source,
       mode: contract.mode,
       ...(contract.incremental ? { incremental: contract.incremental } : {}),
-      ...(contract.on_schema_drift ? { on_schema_drift: contract.on_schema_drift } : {}),
-      ...(sample !== undefined ? { sample_data: sample } : {}),
+      ...ingestion,
     };
   }
   const p = contract.producer;

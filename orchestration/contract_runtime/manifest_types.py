@@ -21,14 +21,19 @@ __all__ = [
     "DatasetSchema",
     "DefaultArgsPlan",
     "Edge",
+    "ExtractProducer",
+    "ExtractRuntime",
     "Freshness",
     "IngestionSource",
+    "Landing",
     "LoadProducer",
     "LoadRuntime",
     "Manifest",
     "ManifestAsset",
+    "ManifestSource",
     "Processing",
     "Property",
+    "Proposals",
     "PythonProducer",
     "PythonRuntime",
     "QualityRule",
@@ -217,6 +222,16 @@ class LoadProducer(TypedDict):
     type: Literal["load"]
 
 
+class ManifestSource(TypedDict):
+    """A load of an extract's dataset: the extract and its landing location (``run-*/_manifest.json``)."""
+
+    contract: str
+    uri: str
+    connection_id: NotRequired[str]
+    #: The extract's source has ``sample_data``: a local folder beside the warehouse stands in.
+    local_demo: NotRequired[Literal[True]]
+
+
 class IngestionSource(TypedDict):
     name: str
     uri: str
@@ -225,6 +240,29 @@ class IngestionSource(TypedDict):
     connection_id: NotRequired[str]
     schema_version: NotRequired[int]
     description: NotRequired[str]
+    #: ``mode: extract``: the source table or query.
+    table: NotRequired[str]
+    query: NotRequired[str]
+    manifest: NotRequired[ManifestSource]
+
+
+class ExtractProducer(TypedDict):
+    type: Literal["extract"]
+
+
+class Landing(TypedDict):
+    """``mode: extract``: where the Parquet files and the manifest go."""
+
+    uri: str
+    connection_id: NotRequired[str]
+    rows_per_file: NotRequired[int]
+
+
+class Proposals(TypedDict):
+    """The orchestration config's ``proposals``: where schema-drift proposals are written."""
+
+    uri: str
+    connection_id: NotRequired[str]
 
 
 class _Incremental(TypedDict):
@@ -248,13 +286,25 @@ class LoadRuntime(RuntimeCommon):
     source: IngestionSource
     mode: Literal["extract", "load"]
     incremental: NotRequired[_Incremental]
-    on_schema_drift: NotRequired[Literal["abort"]]
+    on_schema_drift: NotRequired[Literal["abort", "allow_additive"]]
     #: Local runs only (``scripts/localrun.py``).
     sample_data: NotRequired[str]
+    proposals: NotRequired[Proposals]
+
+
+class ExtractRuntime(RuntimeCommon):
+    producer: ExtractProducer
+    source: IngestionSource
+    mode: Literal["extract"]
+    landing: Landing
+    on_schema_drift: NotRequired[Literal["abort", "allow_additive"]]
+    #: Local runs only: the file that stands in for the source table.
+    sample_data: NotRequired[str]
+    proposals: NotRequired[Proposals]
 
 
 #: What the stages read at task time: one shape per ``producer.type``.
-DagRuntime = SqlRuntime | PythonRuntime | CommandRuntime | LoadRuntime
+DagRuntime = SqlRuntime | PythonRuntime | CommandRuntime | LoadRuntime | ExtractRuntime
 
 
 class DagPlan(TypedDict):

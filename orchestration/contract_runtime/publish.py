@@ -1,7 +1,8 @@
 """Publishing and quarantining staging tables (DESIGN §5.2, §5.3).
 
 :func:`publish_datasets` swaps every dataset's staging table into its target in ONE transaction,
-together with the watermark advance and the publication record. :func:`quarantine_datasets`
+together with the watermark advance, the publication record and (ingestion) the objects the run
+read turning ``loaded``. :func:`quarantine_datasets`
 moves staging tables to ``_ca_quarantine`` and leaves the targets alone.
 """
 
@@ -16,6 +17,7 @@ from contract_runtime.sqlutil import TableRef
 from contract_runtime.state import (
     ensure_state_tables,
     get_publication,
+    mark_objects,
     max_as_text,
     record_publication,
     set_watermark,
@@ -89,6 +91,8 @@ def publish_datasets(
     def record(tx: Warehouse) -> None:
         for out in outputs:
             record_publication(tx, contract_id, out["dataset"], run.run_id, out["row_count"], out["quality_status"])
+            # the objects an ingestion run read count as loaded only once their rows are published
+            mark_objects(tx, contract_id, out["dataset"], run.run_id, "loaded")
         for name, value in watermarks:
             set_watermark(tx, contract_id, name, str(wm_column), value, run.run_id)
 

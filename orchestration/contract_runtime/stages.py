@@ -300,6 +300,8 @@ def audit(
             verdicts.append(verdict)
             # the tested dataset is named like publish's output: the target table, not staging
             tested = {**ds, "table": target_table(str(runtime["domain"]), str(ds["name"])).dotted, **naming}
+            if runtime.get("producer", {}).get("type") == "extract":
+                tested["physical"] = _landing_identity(dag)
             _lineage("emit_assertions", manifest, dag, run, tested, verdict.results)
         statuses = [v.status(on_failure) for v in verdicts]
         summary: dict[str, Any] = {
@@ -368,34 +370,105 @@ def publish(
     verdicts = {str(d["dataset"]): d for d in audit_summary["datasets"]}
     wh = opener(dag["runtime"].get("warehouse_conn_id"))
     try:
-        try:
-            outputs = publish_datasets(wh, dag, run, verdicts)
-        except PublishError as exc:
-            raise _NonRetryableProducer(str(exc)) from exc
-        naming = lineage_warehouse(wh)
+        if dag["runtime"].get("producer", {}).get("type") == "extract":
+            outputs = _publish_extract(manifest_path, manifest, dag, run, wh, verdicts)
+            naming: dict[str, str] = {}
+        else:
+            try:
+                outputs = publish_datasets(wh, dag, run, verdicts)
+            except PublishError as exc:
+                raise _NonRetryableProducer(str(exc)) from exc
+            naming = lineage_warehouse(wh)
+            if dag["runtime"].get("producer", {}).get("type") == "load":
+                outputs = [{**o, "source": _load_source(dag, run, wh, o)} for o in outputs]
     finally:
         wh.close()
     _lineage("emit_complete", manifest, dag, run, [_lineage_output(o, naming) for o in outputs])
     return outputs
 
 
+def _landing_identity(dag: dict[str, Any]) -> dict[str, str] | None:
+    """An extract's dataset in lineage: its declared landing location (as publish names its output)."""
+    try:
+        from contract_runtime.lineage.identity import uri_identity
+
+        located = uri_identity(str(dag["runtime"]["landing"]["uri"]).rstrip("/"))
+    except Exception:  # noqa: BLE001 - lineage must never change the task outcome
+        return None
+    return {"namespace": located[0], "name": located[1]} if located else None
+
+
+def _load_source(dag: dict[str, Any], run: RunIdentity, wh: Warehouse, output: dict[str, Any]) -> dict[str, Any]:
+    """What a load read, for lineage: ``{"asset", "location", "files", "rows"}`` (``_ca_state.objects``).
+
+    ``location`` names the input dataset: ``source.uri`` (the object, prefix or glob read), or the
+    extract's declared landing location; None for the demo's ``sample_data`` (the source Asset's
+    own identity stays).
+    """
+    from contract_runtime.state import run_objects
+
+    runtime = dag["runtime"]
+    source = runtime.get("source") or {}
+    files = run_objects(wh, str(dag["dag_id"]), str(output["dataset"]), run.run_id, "loaded")
+    location: str | None = str(source.get("uri") or "")
+    if source.get("manifest"):
+        location = str(source["manifest"]["uri"])
+    elif runtime.get("sample_data"):
+        location = None
+    return {
+        "asset": str(source.get("name")),
+        "location": location.rstrip("/") if location else None,
+        "files": files,
+        "rows": sum(int(f["rows"] or 0) for f in files),
+    }
+
+
+def _publish_extract(
+    manifest_path: str,
+    manifest: dict[str, Any],
+    dag: dict[str, Any],
+    run: RunIdentity,
+    wh: Warehouse,
+    verdicts: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """Publish an extract: verify its landing files, write the manifest (producers.extract)."""
+    from contract_runtime.producers import ProduceRequest, ProducerError
+    from contract_runtime.producers.extract import publish_manifest
+
+    request = ProduceRequest(
+        manifest_path=manifest_path, manifest=manifest, dag=dag, run=run, warehouse=wh, staging=staging_tables(dag, run)
+    )
+    try:
+        return publish_manifest(request, verdicts)
+    except ProducerError as exc:
+        raise _NonRetryableProducer(str(exc)) from exc
+
+
 def _lineage_output(output: dict[str, Any], naming: dict[str, str]) -> dict[str, Any]:
     keys = ("dataset", "asset", "table", "row_count", "columns", "quality_status", "quarantined")
-    return {**{k: output[k] for k in keys}, **naming}
+    optional = ("manifest_uri", "location", "files", "size_bytes", "source")
+    return {**{k: output[k] for k in keys}, **{k: output[k] for k in optional if k in output}, **naming}
 
 
 def asset_event_extra(output: dict[str, Any], dag: dict[str, Any]) -> dict[str, Any]:
     """The Asset event ``extra`` of one published dataset.
 
-    :returns: ``{"row_count", "quality_status", "failed_rules", "contract_id", "contract_version"}``.
+    :returns: ``{"row_count", "quality_status", "failed_rules", "contract_id", "contract_version"}``;
+        an extract's adds ``"manifest_uri"``, ``"file_count"`` and ``"size_bytes"`` (the load
+        contract reading it lists the manifests itself; these are for people and sensors).
     """
-    return {
+    extra: dict[str, Any] = {
         "row_count": int(output["row_count"]),
         "quality_status": str(output["quality_status"]),
         "failed_rules": list(output.get("failed_rules", [])),
         "contract_id": str(dag["dag_id"]),
         "contract_version": str(dag.get("contract_version", "")),
     }
+    if output.get("manifest_uri"):
+        extra["manifest_uri"] = str(output["manifest_uri"])
+        extra["file_count"] = len(output.get("files") or [])
+        extra["size_bytes"] = int(output.get("size_bytes") or 0)
+    return extra
 
 
 # ---------------------------------------------------------------------- failure

@@ -4,7 +4,8 @@
   upstreams by these names (``billing.invoices_raw``);
 - staging: ``"_ca_staging"."<domain>__<dataset>__<run hash>"``;
 - quarantine: ``"_ca_quarantine"."<domain>__<dataset>__<run hash>"``;
-- state: ``"_ca_state"."watermarks"`` and ``"_ca_state"."publications"``.
+- state: ``"_ca_state"."watermarks"``, ``"_ca_state"."publications"`` and ``"_ca_state"."objects"``
+  (the source and landing objects of ingestion runs).
 
 The run hash is :func:`contract_runtime.run.run_hash` of Airflow's run id, so every task and
 try of one DAG run finds the same staging table and tables of different runs never collide.
@@ -18,6 +19,7 @@ import hashlib
 from contract_runtime.sqlutil import TableRef
 
 __all__ = [
+    "OBJECTS",
     "PUBLICATIONS",
     "QUARANTINE_SCHEMA",
     "STAGING_SCHEMA",
@@ -33,6 +35,7 @@ QUARANTINE_SCHEMA: str = "_ca_quarantine"
 STATE_SCHEMA: str = "_ca_state"
 WATERMARKS: TableRef = TableRef(STATE_SCHEMA, "watermarks")
 PUBLICATIONS: TableRef = TableRef(STATE_SCHEMA, "publications")
+OBJECTS: TableRef = TableRef(STATE_SCHEMA, "objects")
 
 #: PostgreSQL truncates identifiers to 63 bytes; stay below it.
 _MAX_IDENTIFIER_BYTES: int = 63

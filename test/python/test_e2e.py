@@ -56,6 +56,8 @@ TIMEOUT = 900
 
 #: Rows each published table holds after the main run, from the bundled sample data.
 EXPECTED_ROWS = {
+    "billing.adjustments_extract": 3,
+    "billing.adjustments_raw": 3,
     "billing.credit_notes_raw": 20,
     "billing.invoice_lines_raw": 49,
     "billing.invoices_raw": 38,
@@ -70,6 +72,8 @@ EXPECTED_ROWS = {
     "revrec.deferred_revenue_balance": 77,
     "revrec.close_summary": 23,
 }
+#: Assets whose dataset is an extract's manifest in (local stand-in) object storage, not a table.
+EXTRACTS = {"billing.adjustments_extract"}
 
 
 # ---------------------------------------------------------------------- helpers
@@ -311,6 +315,8 @@ def test_published_tables_and_row_counts(main_run: dict[str, Any], manifest: dic
     produced = sorted(a["name"] for a in manifest["assets"] if a["producer"])
     assert produced == sorted(EXPECTED_ROWS)
     for table, count in EXPECTED_ROWS.items():
+        if table in EXTRACTS:
+            continue
         rows = table_rows(main_run["warehouse"], table)
         assert rows is not None, f"{table} was not published"
         assert len(rows) == count, table
@@ -324,7 +330,7 @@ def test_published_tables_and_row_counts(main_run: dict[str, Any], manifest: dic
     assert tables_in(main_run["warehouse"], "_ca_staging") == {}
     assert tables_in(main_run["warehouse"], "_ca_quarantine") == {}
     watermarks = tables_in(main_run["warehouse"], "_ca_state")
-    assert set(watermarks) == {"watermarks", "publications"} and watermarks["watermarks"] == 3
+    assert set(watermarks) == {"watermarks", "publications", "objects"} and watermarks["watermarks"] == 4
 
 
 def test_one_asset_event_per_published_dataset(main_run: dict[str, Any], manifest: dict[str, Any]) -> None:
@@ -336,7 +342,8 @@ def test_one_asset_event_per_published_dataset(main_run: dict[str, Any], manifes
         dag = dags[ev["dag_id"]]
         assert ev["task_id"] == "publish" and ev["asset"] in dag["outlets"]
         extra = ev["extra"]
-        assert set(extra) == {"row_count", "quality_status", "failed_rules", "contract_id", "contract_version"}
+        manifest_keys = {"manifest_uri", "file_count", "size_bytes"} if ev["asset"] in EXTRACTS else set()
+        assert set(extra) == {"row_count", "quality_status", "failed_rules", "contract_id", "contract_version"} | manifest_keys
         assert extra["row_count"] == EXPECTED_ROWS[ev["asset"]]
         assert extra["contract_id"] == dag["dag_id"] and extra["contract_version"] == dag["contract_version"]
         assert extra["quality_status"] in ("passed", "degraded")
@@ -348,6 +355,26 @@ def test_one_asset_event_per_published_dataset(main_run: dict[str, Any], manifes
     # the bundled data has unbilled revenue: the balance's warning rule degrades it, as designed
     balance = next(e for e in events if e["asset"] == "revrec.deferred_revenue_balance")["extra"]
     assert balance["quality_status"] == "degraded" and balance["failed_rules"] == ["no_unbilled_revenue"]
+
+
+def test_extract_manifest_feeds_the_load(main_run: dict[str, Any]) -> None:
+    """The bundled extract → manifest event → load → publish chain, from the bundled data."""
+    import hashlib
+    import urllib.parse
+
+    event = next(e for e in main_run["events"] if e["asset"] == "billing.adjustments_extract")
+    uri = event["extra"]["manifest_uri"]
+    assert uri.startswith("file://") and uri.endswith("/_manifest.json") and "/object-store/s3/acme-billing-landing/" in uri
+    listed = json.loads(Path(urllib.parse.unquote(urllib.parse.urlsplit(uri).path)).read_text(encoding="utf-8"))
+    assert listed["row_count"] == 3 and event["extra"]["file_count"] == len(listed["files"]) == 1
+    for f in listed["files"]:
+        data = Path(urllib.parse.unquote(urllib.parse.urlsplit(f["uri"]).path)).read_bytes()
+        assert hashlib.sha256(data).hexdigest() == f["sha256"] and len(data) == f["size"]
+    loaded = table_rows(main_run["warehouse"], "billing.adjustments_raw")
+    assert loaded is not None and sorted(r[0] for r in loaded) == ["ADJ-9001", "ADJ-9002", "ADJ-9003"]
+    # the load ran after the event, in the same run order
+    order = main_run["result"]["order"]
+    assert order.index("billing.adjustments_extract") < order.index("billing.adjustments_raw")
 
 
 def test_audit_verdict_is_in_xcom(main_run: dict[str, Any]) -> None:
@@ -444,9 +471,9 @@ LOCALRUN_MODULE = _load_localrun()
 #: task events), and fiscal_calendar's produce runs twice (try 1 fails, try 2 succeeds).
 EXPECTED_LINEAGE_COUNTS: dict[str, dict[str, dict[str, int]]] = {
     "main": {
-        "contract-assets": {"START": 12, "OTHER": 13, "COMPLETE": 12},
-        "provider DAG run": {"COMPLETE": 12},
-        "provider task": {"START": 36, "COMPLETE": 36},
+        "contract-assets": {"START": 14, "OTHER": 15, "COMPLETE": 14},
+        "provider DAG run": {"COMPLETE": 14},
+        "provider task": {"START": 42, "COMPLETE": 42},
     },
     "seeded": {
         "contract-assets": {"START": 4, "OTHER": 5, "COMPLETE": 2, "FAIL": 2},
@@ -548,6 +575,11 @@ def check_dag_run_lineage(
     expected = {
         d["asset"]: warehouse_identity(home, f"{domain}.{d['name']}") for d in dag["runtime"]["datasets"]
     }
+    if dag["runtime"].get("mode") == "extract":
+        # an extract's dataset is its landing location (s3://bucket + key prefix), not a table
+        landing = dag["runtime"]["landing"]["uri"]
+        bucket, _, key = landing.removeprefix("s3://").partition("/")
+        expected = {d["asset"]: (f"s3://{bucket}", key) for d in dag["runtime"]["datasets"]}
     tested = {}
     for event in (e for e in ours if e["eventType"] == "OTHER"):
         (dataset,) = event["inputs"]

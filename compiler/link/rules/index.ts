@@ -7,6 +7,7 @@ import { KnownUpstreamRule } from "./KnownUpstreamRule.js";
 import { LiveUpstreamRule } from "./LiveUpstreamRule.js";
 import { MatchingSchemaVersionRule } from "./MatchingSchemaVersionRule.js";
 import type { LinkRule } from "./rule.js";
+import { TriggeredLoadRule } from "./TriggeredLoadRule.js";
 import { UniqueAssetNameRule } from "./UniqueAssetNameRule.js";
 import { UniqueAssetUriRule } from "./UniqueAssetUriRule.js";
 import { UniqueConfigKeyRule } from "./UniqueConfigKeyRule.js";
@@ -28,4 +29,5 @@ export const LINK_RULES: readonly LinkRule[] = [
   LiveUpstreamRule,
   MatchingSchemaVersionRule,
   KnownOverrideTargetRule,
+  TriggeredLoadRule,
 ];

@@ -1,7 +1,7 @@
 """Producers: write every dataset of a contract into its staging table.
 
 One module per ``runtime.producer.type``: :mod:`.sql`, :mod:`.python`, :mod:`.command` and
-:mod:`.load` (ingestion). Each exposes ``produce(request: ProduceRequest) -> dict`` returning a
+:mod:`.load` and :mod:`.extract` (ingestion). Each exposes ``produce(request: ProduceRequest) -> dict`` returning a
 small JSON-able summary (it becomes part of the ``produce`` task's XCom).
 """
 
@@ -95,6 +95,7 @@ _PRODUCERS: dict[str, str] = {
     "python": "contract_runtime.producers.python",
     "command": "contract_runtime.producers.command",
     "load": "contract_runtime.producers.load",
+    "extract": "contract_runtime.producers.extract",
 }
 
 
