@@ -35,6 +35,7 @@ export const CONTRACT_PROPERTIES = {
   mode: "mode",
   incremental: "incremental",
   onSchemaDrift: "onSchemaDrift",
+  landing: "landing",
 } as const;
 
 /** The `customProperties` names of one schema object (one dataset), with the dataset field each holds. */

@@ -17,6 +17,7 @@ const KEY_ORDER = [
   "source",
   "incremental",
   "on_schema_drift",
+  "landing",
   "producer",
   "upstreams",
   "trigger",

@@ -138,6 +138,7 @@ function contractPropertiesOf(contract: Contract): OdcsCustomProperty[] {
     out.push(custom(CONTRACT_PROPERTIES.mode, contract.mode));
     if (contract.incremental) out.push(custom(CONTRACT_PROPERTIES.incremental, contract.incremental));
     if (contract.on_schema_drift) out.push(custom(CONTRACT_PROPERTIES.onSchemaDrift, contract.on_schema_drift));
+    if (contract.landing) out.push(custom(CONTRACT_PROPERTIES.landing, contract.landing));
   }
   if (contract.upstreams !== undefined) out.push(custom(CONTRACT_PROPERTIES.upstreams, contract.upstreams));
   if (contract.trigger !== undefined) out.push(custom(CONTRACT_PROPERTIES.trigger, contract.trigger));

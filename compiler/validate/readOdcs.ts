@@ -210,6 +210,7 @@ export function readOdcsContract(parsed: ParsedDocument, options: ReadOdcsOption
       [CONTRACT_PROPERTIES.mode, "mode"],
       [CONTRACT_PROPERTIES.incremental, "incremental"],
       [CONTRACT_PROPERTIES.onSchemaDrift, "on_schema_drift"],
+      [CONTRACT_PROPERTIES.landing, "landing"],
     ] as const) {
       const value = take(name, [field]);
       if (value !== undefined) out[field] = value;

@@ -91,7 +91,7 @@ def bundled_export(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     """The bundled corpus exported to ODCS, as ``export odcs --out DIR`` writes it."""
     out = tmp_path_factory.mktemp("odcs-export")
     files = _export(REPO, out)
-    assert len(files) == 13
+    assert len(files) >= 13, files
     return files
 
 
