@@ -329,6 +329,11 @@ export const Diagnostics = {
     "warning",
     (a) => `the triggering upstream ${q(a.asset)} appears nowhere in trigger.assets; mark it "trigger: false" if it is only read`,
   ),
+  RequireOnReadOnlyUpstream: entry<{ asset: string }>(
+    "CA3201",
+    "error",
+    (a) => `"require: passed" on the upstream ${q(a.asset)} checks nothing: it is "trigger: false", so no event of it triggers a run`,
+  ),
   ConfigConflict: entry<{ key: string }>(
     "CA4015",
     "error",
@@ -353,6 +358,62 @@ export const Diagnostics = {
     "CA4018",
     "error",
     (a) => `the asset ${q(a.name)} is declared external but is also produced by a contract`,
+  ),
+  // 4: link, dbt projects (issue 11; ADR 0012)
+  DbtManifestMissing: entry<{ project: string; manifest: string }>(
+    "CA4401",
+    "error",
+    (a) => `the dbt project ${q(a.project)} has no parsed manifest ${q(a.manifest)}`,
+  ),
+  DbtManifestUnreadable: entry<{ manifest: string; detail: string }>(
+    "CA4402",
+    "error",
+    (a) => `the dbt manifest ${q(a.manifest)} cannot be used: ${a.detail}`,
+  ),
+  DbtSelectorUnsupported: entry<{ selector: string }>(
+    "CA4403",
+    "error",
+    (a) => `the selector ${q(a.selector)} is not a model name or tag:<tag>; list the contract's models`,
+  ),
+  DbtModelUnknown: entry<{ model: string; project: string }>(
+    "CA4404",
+    "error",
+    (a) => `the dbt project ${q(a.project)} has no model ${q(a.model)}`,
+  ),
+  DbtDatasetWithoutModel: entry<{ dataset: string; project: string; select: string }>(
+    "CA4405",
+    "error",
+    (a) => `the dataset ${q(a.dataset)} is no model that select ${q(a.select)} picks in the dbt project ${q(a.project)}`,
+  ),
+  DbtModelWithoutDataset: entry<{ model: string; file: string }>(
+    "CA4406",
+    "error",
+    (a) => `select picks the dbt model ${q(a.model)} (${a.file}), which is no dataset of this contract`,
+  ),
+  DbtColumnMissing: entry<{ property: string; model: string; file: string }>(
+    "CA4407",
+    "error",
+    (a) => `the property ${q(a.property)} is no column of the dbt model ${q(a.model)} (${a.file})`,
+  ),
+  DbtColumnExtra: entry<{ column: string; model: string; file: string }>(
+    "CA4408",
+    "error",
+    (a) => `the dbt model ${q(a.model)} declares the column ${q(a.column)} (${a.file}), which the dataset's schema lacks`,
+  ),
+  DbtUndeclaredUpstream: entry<{ model: string; file: string; asset: string; via: string }>(
+    "CA4409",
+    "error",
+    (a) => `the dbt model ${q(a.model)} (${a.file}) reads ${q(a.asset)} through ${a.via}, which the contract does not list as an upstream`,
+  ),
+  DbtRefUnpublished: entry<{ model: string; file: string; ref: string }>(
+    "CA4410",
+    "error",
+    (a) => `the dbt model ${q(a.model)} (${a.file}) refs the model ${q(a.ref)}, which no contract publishes`,
+  ),
+  DbtModelRelocated: entry<{ model: string; file: string; config: string }>(
+    "CA4411",
+    "error",
+    (a) => `the dbt model ${q(a.model)} (${a.file}) sets its own ${a.config}; the runtime decides where models build (staging, then the published table)`,
   ),
 
   // 5: graph
@@ -387,8 +448,8 @@ export const Diagnostics = {
   ),
   PreflightWarehouseConnectionMissing: entry<{ connId: string }>(
     "CA8805",
-    "warning",
-    (a) => `the warehouse Connection ${q(a.connId)} is not defined: the runtime will use the embedded DuckDB default`,
+    "error",
+    (a) => `the warehouse Connection ${q(a.connId)} is not defined: every task of the contract fails`,
   ),
   PreflightNotRun: entry<{ detail: string }>("CA8806", "error", (a) => `preflight could not run in the runtime's environment: ${a.detail}`),
   PreflightSqlNotParsed: entry<{ detail: string }>("CA8807", "info", (a) => `SQL not parsed: ${a.detail}`),

@@ -130,6 +130,8 @@ export interface RuntimeUpstream {
   asset: string;
   trigger: boolean;
   schema_version?: number;
+  /** `passed`: skip (not fail) a run whose triggering event for this upstream is degraded or stale. */
+  require?: "passed";
 }
 
 export interface Processing {
@@ -178,6 +180,23 @@ export interface CommandProducer {
   /** The family's argument list, then args. */
   command: string[];
   env: Record<string, string>;
+}
+
+/** A dbt producer resolved against its project's committed manifest.json (ADR 0012). */
+export interface DbtProducer {
+  type: "dbt";
+  /** The dbt project folder, project-relative. */
+  project: string;
+  select: string;
+  params?: Record<string, unknown>;
+  /** The project's committed manifest.json, project-relative. */
+  manifest: string;
+  /** The contract's models, one per dataset, in dataset order. */
+  models: Array<{ name: string; unique_id: string; path: string }>;
+  /** Seeds the models read, built into staging with them. */
+  seeds: string[];
+  /** Models of other contracts the models ref -> their published table. */
+  upstream_models: Record<string, { schema: string; name: string }>;
 }
 
 export interface LoadProducer {
@@ -239,6 +258,11 @@ export interface CommandRuntime extends RuntimeCommon {
   producer: CommandProducer;
 }
 
+export interface DbtRuntime extends RuntimeCommon {
+  kind: "TransformContract";
+  producer: DbtProducer;
+}
+
 export interface LoadRuntime extends RuntimeCommon {
   kind: "IngestionContract";
   producer: LoadProducer;
@@ -264,7 +288,7 @@ export interface ExtractRuntime extends RuntimeCommon {
 }
 
 /** What `contract_runtime` reads at task time: one shape per `producer.type`. */
-export type DagRuntime = SqlRuntime | PythonRuntime | CommandRuntime | LoadRuntime | ExtractRuntime;
+export type DagRuntime = SqlRuntime | PythonRuntime | CommandRuntime | DbtRuntime | LoadRuntime | ExtractRuntime;
 
 /** One DAG to render: a pure description, no Python in it. */
 export interface DagPlan {

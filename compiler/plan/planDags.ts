@@ -1,5 +1,6 @@
 import type { StageResult } from "../diagnostics/diagnostic.js";
 import type { OrchestrationConfig } from "../link/config.js";
+import { dbtManifestPath, dbtPublishers, resolveDbtProducer } from "../link/dbtProject.js";
 import { DEFAULT_LAYER, type AssetDeclaration, type LinkedContract, type LinkedProject } from "../link/linkProject.js";
 import type { AssetCondition, Contract, Dataset, QualityRule } from "../model/contract.js";
 import type { ConditionNode, DagPlan, DagRuntime, DefaultArgsPlan, ManifestSource, QualityRule as ManifestQualityRule, RuntimeCommon, RuntimeDataset } from "../model/manifest.js";
@@ -51,6 +52,8 @@ function qualityOf(d: Dataset): ManifestQualityRule[] {
   ];
 }
 
+type DbtPublishers = ReturnType<typeof dbtPublishers>;
+
 /**
  * A dataset's authored quality rules as the manifest's `assets[].quality` carries them: every
  * default decided here (the name of {@link qualityNames}, severity "error"), so no reader supplies one.
@@ -64,6 +67,7 @@ function runtimeOf(
   assets: ReadonlyMap<string, AssetDeclaration>,
   sqlFiles: ReadonlyMap<string, string>,
   config: OrchestrationConfig,
+  dbt: DbtPublishers,
 ): DagRuntime {
   const contract = c.contract;
   const datasets: RuntimeDataset[] = contract.datasets.map((d) => ({
@@ -79,7 +83,12 @@ function runtimeOf(
     domain: contract.domain,
     on_failure: contract.on_failure ?? "block_publish",
     datasets,
-    upstreams: c.upstreams.map((u) => ({ asset: u.asset, trigger: u.trigger, ...(u.schemaVersion !== undefined ? { schema_version: u.schemaVersion } : {}) })),
+    upstreams: c.upstreams.map((u) => ({
+      asset: u.asset,
+      trigger: u.trigger,
+      ...(u.schemaVersion !== undefined ? { schema_version: u.schemaVersion } : {}),
+      ...(u.require !== undefined ? { require: u.require } : {}),
+    })),
     ...(contract.processing ? { processing: contract.processing } : {}),
     ...(contract.freshness ? { freshness: contract.freshness } : {}),
     ...(c.runSettings.warehouse_conn_id ? { warehouse_conn_id: c.runSettings.warehouse_conn_id } : {}),
@@ -121,9 +130,15 @@ function runtimeOf(
     }
     case "python":
       return { kind: "TransformContract", ...common, producer: p };
-    case "dbt":
-      // Refused by ImplementedProducerRule before a manifest can be written; never reaches here.
-      throw new Error(`producer type "dbt" of ${contract.id} has no runtime`);
+    case "dbt": {
+      // What the dbt run builds and where its refs resolve, from the committed dbt manifest (ADR 0012).
+      const resolved = resolveDbtProducer(c, sqlFiles.get(dbtManifestPath(p.project)), dbt.get(p.project) ?? new Map());
+      return {
+        kind: "TransformContract",
+        ...common,
+        producer: { ...p, manifest: resolved.manifest, models: resolved.models, seeds: resolved.seeds, upstream_models: resolved.upstreamModels },
+      };
+    }
   }
 }
 
@@ -134,6 +149,7 @@ function runtimeOf(
  */
 export function planDags(project: LinkedProject): StageResult<DagPlan[]> {
   const plans: DagPlan[] = [];
+  const dbt = dbtPublishers(project.contracts, project.producerFiles);
   for (const c of project.contracts) {
     if (c.status !== "active" && c.status !== "deprecated") continue;
     const contract = c.contract;
@@ -168,7 +184,7 @@ export function planDags(project: LinkedProject): StageResult<DagPlan[]> {
         { task_id: "publish", inlets: [], outlets, upstream_task_ids: ["audit"] },
       ],
       default_args: defaultArgs,
-      runtime: runtimeOf(c, project.assets, project.producerFiles, project.config),
+      runtime: runtimeOf(c, project.assets, project.producerFiles, project.config, dbt),
     });
   }
   // Sort for determinism.

@@ -19,6 +19,10 @@ __all__ = [
     "DagPlan",
     "DagRuntime",
     "DatasetSchema",
+    "DbtModel",
+    "DbtProducer",
+    "DbtRuntime",
+    "DbtTable",
     "DefaultArgsPlan",
     "Edge",
     "ExtractProducer",
@@ -165,6 +169,7 @@ class RuntimeUpstream(TypedDict):
     asset: str
     trigger: bool
     schema_version: NotRequired[int]
+    require: NotRequired[Literal["passed"]]
 
 
 class Processing(TypedDict):
@@ -216,6 +221,36 @@ class CommandProducer(TypedDict):
     #: The family's argument list, then ``args``.
     command: list[str]
     env: dict[str, str]
+
+
+class DbtModel(TypedDict):
+    name: str
+    unique_id: str
+    #: The model's file, relative to the dbt project.
+    path: str
+
+
+class DbtTable(TypedDict):
+    schema: str
+    name: str
+
+
+class DbtProducer(TypedDict):
+    """A dbt producer resolved against its project's committed ``manifest.json`` (ADR 0012)."""
+
+    type: Literal["dbt"]
+    #: The dbt project folder, project-relative.
+    project: str
+    select: str
+    params: NotRequired[dict[str, Any]]
+    #: The project's committed ``manifest.json``, project-relative.
+    manifest: str
+    #: The contract's models, one per dataset, in dataset order.
+    models: list[DbtModel]
+    #: Seeds the models read, built into staging with them.
+    seeds: list[str]
+    #: Models of other contracts the models ref -> their published table.
+    upstream_models: dict[str, DbtTable]
 
 
 class LoadProducer(TypedDict):
@@ -281,6 +316,10 @@ class CommandRuntime(RuntimeCommon):
     producer: CommandProducer
 
 
+class DbtRuntime(RuntimeCommon):
+    producer: DbtProducer
+
+
 class LoadRuntime(RuntimeCommon):
     producer: LoadProducer
     source: IngestionSource
@@ -304,7 +343,7 @@ class ExtractRuntime(RuntimeCommon):
 
 
 #: What the stages read at task time: one shape per ``producer.type``.
-DagRuntime = SqlRuntime | PythonRuntime | CommandRuntime | LoadRuntime | ExtractRuntime
+DagRuntime = SqlRuntime | PythonRuntime | CommandRuntime | DbtRuntime | LoadRuntime | ExtractRuntime
 
 
 class DagPlan(TypedDict):

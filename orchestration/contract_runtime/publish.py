@@ -22,7 +22,7 @@ from contract_runtime.state import (
     record_publication,
     set_watermark,
 )
-from contract_runtime.tables import quarantine_table, staging_table, target_table
+from contract_runtime.tables import quarantine_table, staging_for, target_table
 from contract_runtime.warehouse import Warehouse
 
 __all__ = ["PublishError", "publish_datasets", "quarantine_datasets"]
@@ -68,7 +68,7 @@ def publish_datasets(
             raise PublishError(f"{contract_id}: no audit verdict for dataset {name!r}; nothing published")
         if verdict.get("status") not in ("passed", "degraded"):
             raise PublishError(f"{contract_id}: dataset {name!r} is {verdict.get('status')!r}; nothing published")
-        plan.append((ds, staging_table(domain, name, run.run_hash), target_table(domain, name), verdict))
+        plan.append((ds, staging_for(contract_id, runtime, name, run.run_hash), target_table(domain, name), verdict))
 
     ensure_state_tables(wh)
     done = [get_publication(wh, contract_id, str(ds["name"]), run.run_id) for ds, *_ in plan]
@@ -123,6 +123,7 @@ def _output(
         "quality_status": str(verdict["status"]),
         "quarantined": False,
         "failed_rules": list(verdict.get("failed_rules", [])),
+        **({"dbt_tests": dict(verdict["dbt_tests"])} if verdict.get("dbt_tests") else {}),
     }
 
 
@@ -138,7 +139,7 @@ def quarantine_datasets(wh: Warehouse, dag: Mapping[str, Any], run: RunIdentity)
     with wh.transaction():
         for ds in runtime["datasets"]:
             name = str(ds["name"])
-            staging = staging_table(domain, name, run.run_hash)
+            staging = staging_for(str(dag["dag_id"]), runtime, name, run.run_hash)
             if not wh.table_exists(staging):
                 continue
             dest = quarantine_table(domain, name, run.run_hash)

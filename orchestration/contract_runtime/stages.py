@@ -26,7 +26,7 @@ from typing import Any, cast
 from contract_runtime.manifest import ManifestError, find_dag, load_manifest
 from contract_runtime.run import RunIdentity
 from contract_runtime.sqlutil import TableRef
-from contract_runtime.tables import STAGING_SCHEMA, staging_table, target_table
+from contract_runtime.tables import STAGING_SCHEMA, staging_for, target_table
 from contract_runtime.warehouse import Warehouse, open_warehouse
 
 __all__ = [
@@ -155,9 +155,8 @@ class _NonRetryableManifest(NonRetryableError):
 def staging_tables(dag: dict[str, Any], run: RunIdentity) -> dict[str, TableRef]:
     """Dataset name -> staging table of this run, in contract order."""
     runtime = dag["runtime"]
-    return {
-        str(d["name"]): staging_table(str(runtime["domain"]), str(d["name"]), run.run_hash) for d in runtime["datasets"]
-    }
+    contract_id = str(dag["dag_id"])
+    return {str(d["name"]): staging_for(contract_id, runtime, str(d["name"]), run.run_hash) for d in runtime["datasets"]}
 
 
 # ---------------------------------------------------------------------- run cycle
@@ -203,9 +202,17 @@ def produce(
     """
     from contract_runtime.producers import ProduceRequest, ProducerError, run_producer
 
+    from contract_runtime.gate import describe, unmet_requirements
+
     manifest, dag = _load(manifest_path, contract_id)
     if run.is_first_try:
         _lineage("emit_start", manifest, dag, run)
+    unmet = unmet_requirements(manifest, dag, run)
+    if unmet:
+        reason = describe(contract_id, unmet)
+        log.warning("%s", reason)
+        _lineage("emit_skip", manifest, dag, run, reason, unmet)
+        raise RunSkipped(reason, unmet)
     runtime = dag["runtime"]
     staging = staging_tables(dag, run)
     wh = opener(runtime.get("warehouse_conn_id"))
@@ -239,6 +246,18 @@ def produce(
         }
     finally:
         wh.close()
+
+
+class RunSkipped(Exception):
+    """``require: passed`` was not met: the run is skipped, not failed (the operator raises
+    Airflow's ``AirflowSkipException``; ``audit`` and ``publish`` are skipped with it).
+
+    :ivar unmet: :func:`contract_runtime.gate.unmet_requirements`.
+    """
+
+    def __init__(self, message: str, unmet: list[dict[str, Any]]) -> None:
+        super().__init__(message)
+        self.unmet = unmet
 
 
 class _NonRetryableProducer(NonRetryableError):
@@ -282,6 +301,7 @@ def audit(
     runtime = dag["runtime"]
     on_failure = runtime["on_failure"]
     staging = staging_tables(dag, run)
+    is_dbt = (runtime.get("producer") or {}).get("type") == "dbt"
     wh = opener(runtime.get("warehouse_conn_id"))
     try:
         naming = lineage_warehouse(wh)
@@ -293,10 +313,18 @@ def audit(
                     f"{contract_id}: staging table {table.dotted} of {ds['name']!r} is missing (did produce run "
                     f"for run {run.run_id!r}?)"
                 )
+        dbt_results: dict[str, list[dict[str, Any]]] = {}
+        dbt_summary: dict[str, dict[str, int]] = {}
+        if is_dbt:
+            dbt_results, dbt_summary = _dbt_tests(manifest_path, manifest, dag, run, wh)
+        for ds in runtime["datasets"]:
+            table = staging[str(ds["name"])]
             try:
                 verdict = evaluate_dataset(wh, table, ds)
             except QualityRuleError as exc:
                 raise _NonRetryableProducer(f"{contract_id}: {exc}") from exc
+            # the dbt tests first, then the contract's own rules: one verdict, one facet
+            verdict.results[:0] = dbt_results.get(str(ds["name"]), [])
             verdicts.append(verdict)
             # the tested dataset is named like publish's output: the target table, not staging
             tested = {**ds, "table": target_table(str(runtime["domain"]), str(ds["name"])).dotted, **naming}
@@ -312,6 +340,9 @@ def audit(
             "quarantine": [],
             "clear_number": run.clear_number,
         }
+        if is_dbt:
+            for entry in summary["datasets"]:
+                entry["dbt_tests"] = dbt_summary.get(str(entry["dataset"]), {})
         blocking = [v for v in verdicts if v.blocking]
         if blocking and on_failure != "warn":
             failed = "; ".join(
@@ -329,6 +360,8 @@ def audit(
             )
             if on_failure == "quarantine":
                 summary["quarantine"] = quarantine_datasets(wh, dag, run)
+                if is_dbt:
+                    _drop_dbt_staging(wh, dag, run)
                 summary["status"] = "quarantined"
                 where = ", ".join(q["table"] for q in summary["quarantine"])
                 raise QualityGateFailed(
@@ -337,6 +370,8 @@ def audit(
                 )
             for table in staging.values():
                 wh.drop_table(table)
+            if is_dbt:
+                _drop_dbt_staging(wh, dag, run)
             summary["status"] = "blocked"
             raise QualityGateFailed(f"{contract_id}: error rules failed, publish blocked: {failed}", summary)
         return summary
@@ -378,6 +413,8 @@ def publish(
                 outputs = publish_datasets(wh, dag, run, verdicts)
             except PublishError as exc:
                 raise _NonRetryableProducer(str(exc)) from exc
+            if dag["runtime"].get("producer", {}).get("type") == "dbt":
+                _drop_dbt_staging(wh, dag, run)
             naming = lineage_warehouse(wh)
             if dag["runtime"].get("producer", {}).get("type") == "load":
                 outputs = [{**o, "source": _load_source(dag, run, wh, o)} for o in outputs]
@@ -385,6 +422,27 @@ def publish(
         wh.close()
     _lineage("emit_complete", manifest, dag, run, [_lineage_output(o, naming) for o in outputs])
     return outputs
+
+
+def _dbt_tests(
+    manifest_path: str, manifest: dict[str, Any], dag: dict[str, Any], run: RunIdentity, wh: Warehouse
+) -> tuple[dict[str, list[dict[str, Any]]], dict[str, dict[str, int]]]:
+    """The dbt tests of a ``dbt`` contract's models on staging (:func:`producers.dbt.audit_tests`)."""
+    from contract_runtime.producers import ProducerError
+    from contract_runtime.producers.dbt import DbtTestError, audit_tests
+
+    try:
+        return audit_tests(manifest_path, manifest, dag, run, wh)
+    except (DbtTestError, ProducerError) as exc:
+        raise _NonRetryableProducer(str(exc)) from exc
+
+
+def _drop_dbt_staging(wh: Warehouse, dag: dict[str, Any], run: RunIdentity) -> None:
+    """Drop the run's dbt staging schema (what is left: seeds, unpublished relations)."""
+    from contract_runtime.producers.dbt import drop_staging_schema
+    from contract_runtime.tables import dbt_staging_schema
+
+    drop_staging_schema(wh, dbt_staging_schema(str(dag["dag_id"]), run.run_hash))
 
 
 def _landing_identity(dag: dict[str, Any]) -> dict[str, str] | None:
@@ -450,10 +508,22 @@ def _lineage_output(output: dict[str, Any], naming: dict[str, str]) -> dict[str,
     return {**{k: output[k] for k in keys}, **{k: output[k] for k in optional if k in output}, **naming}
 
 
-def asset_event_extra(output: dict[str, Any], dag: dict[str, Any]) -> dict[str, Any]:
+def asset_event_extra(
+    output: dict[str, Any], dag: dict[str, Any], run: RunIdentity | None = None, manifest: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The Asset event ``extra`` of one published dataset.
 
-    :returns: ``{"row_count", "quality_status", "failed_rules", "contract_id", "contract_version"}``;
+    With the run and the manifest, ``openlineage`` names the run of our contract job that
+    published the batch, in the Airflow OpenLineage provider's convention for Asset events
+    (``parentJobNamespace``, ``parentJobName``, ``parentRunId``: what the provider's
+    ``_extract_ol_info_from_asset_event`` reads into a consumer's ``jobDependencies``), so the
+    consumer's lineage names the producing run (ADR 0010).
+
+    :returns: ``{"row_count", "quality_status", "failed_rules", "contract_id", "contract_version"}``
+        and, with ``run`` and ``manifest``, ``"openlineage": {"parentJobNamespace",
+        "parentJobName", "parentRunId"}``;
+        a ``dbt`` producer's dataset adds ``"dbt_tests": {"total", "passed", "failed", "warned"}``
+        (the dbt test summary of its audit);
         an extract's adds ``"manifest_uri"``, ``"file_count"`` and ``"size_bytes"`` (the load
         contract reading it lists the manifests itself; these are for people and sensors).
     """
@@ -464,6 +534,16 @@ def asset_event_extra(output: dict[str, Any], dag: dict[str, Any]) -> dict[str, 
         "contract_id": str(dag["dag_id"]),
         "contract_version": str(dag.get("contract_version", "")),
     }
+    if run is not None and manifest is not None:
+        from contract_runtime.lineage.runid import contract_run_id
+
+        extra["openlineage"] = {
+            "parentJobNamespace": f"{manifest['lineage']['namespace']}.{dag['runtime']['domain']}",
+            "parentJobName": str(dag["dag_id"]),
+            "parentRunId": contract_run_id(run, str(dag["dag_id"])),
+        }
+    if output.get("dbt_tests"):
+        extra["dbt_tests"] = {k: int(v) for k, v in output["dbt_tests"].items()}
     if output.get("manifest_uri"):
         extra["manifest_uri"] = str(output["manifest_uri"])
         extra["file_count"] = len(output.get("files") or [])

@@ -72,6 +72,8 @@ def test_sql_producer_refuses_empty_sql_and_several_datasets(tmp_path: Path, wh:
     with pytest.raises(ProducerError, match="exactly one"):
         run_producer(request_for(tmp_path, wh, two))
     with pytest.raises(ProducerError, match="no runtime"):
+        run_producer(request_for(tmp_path, wh, dag_entry(producer={"type": "spark"})))
+    with pytest.raises(ProducerError, match="producer.project is missing"):
         run_producer(request_for(tmp_path, wh, dag_entry(producer={"type": "dbt"})))
 
 

@@ -64,7 +64,7 @@ describe("manifest schema", () => {
     delete dag.runtime.datasets[0]!.schema.properties[0]!.physicalType;
     (dag.runtime as Record<string, unknown>).surprise = 1;
     expect(checkManifest(bundled).problem).toBe(`/dags/${i}/runtime: must NOT have unevaluated properties ("surprise")`);
-    dag.runtime.producer.type = "dbt";
+    dag.runtime.producer.type = "spark";
     expect(checkManifest(bundled).problem).toMatch(new RegExp(`^/dags/${i}/runtime/producer/type: must be equal to one of the allowed values`));
   });
 

@@ -1,3 +1,4 @@
+import { ConsistentDbtProjectRule } from "./ConsistentDbtProjectRule.js";
 import { ConsistentExternalAssetRule } from "./ConsistentExternalAssetRule.js";
 import { ExistingProducerFileRule } from "./ExistingProducerFileRule.js";
 import { KnownOverrideTargetRule } from "./KnownOverrideTargetRule.js";
@@ -24,6 +25,7 @@ export const LINK_RULES: readonly LinkRule[] = [
   ConsistentExternalAssetRule,
   KnownProducerFamilyRule,
   ExistingProducerFileRule,
+  ConsistentDbtProjectRule,
   KnownScheduleRefRule,
   KnownUpstreamRule,
   LiveUpstreamRule,

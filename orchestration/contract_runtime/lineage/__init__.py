@@ -10,9 +10,13 @@ budget (``CONTRACT_ASSETS_LINEAGE_TIMEOUT``, see :mod:`contract_runtime.lineage.
   ``dataQualityAssertions`` in the tested dataset's ``inputFacets``; before the terminal event.
 * :func:`emit_complete` — ``publish`` succeeded: COMPLETE, with the published outputs.
 * :func:`emit_fail` — the final failure (not a retry) of any task: FAIL, with ``errorMessage``.
+* :func:`emit_skip` — ``produce`` skipped the run (``require: passed`` not met): ABORT, with
+  ``contractAssets_skip``.
 
-All events of one DAG run share one runId, equal to the Airflow OpenLineage provider's DAG-run id
-(:func:`dag_run_id`). The job is ``<lineage namespace>.<domain>`` / ``<contract id>``.
+All events of one DAG run share one runId, our contract job's run (:func:`contract_run_id`,
+derived from the Airflow OpenLineage provider's DAG-run id and the contract id), whose ``parent``
+and ``root`` facets name the provider's DAG run (ADR 0010). The job is ``<lineage
+namespace>.<domain>`` / ``<contract id>``.
 
 Import cost: this package imports the openlineage client (about 0.5 s cold), so the operators
 import it inside ``execute``, never at DAG-parse time. The first event of a process may also import
@@ -28,21 +32,32 @@ from contract_runtime.lineage.events import (
     assertions_event,
     complete_event,
     fail_event,
+    job_name,
+    job_namespace,
+    skip_event,
     start_event,
 )
 from contract_runtime.lineage.identity import (
     duckdb_warehouse_namespace,
     sql_warehouse_namespace,
 )
-from contract_runtime.lineage.runid import RunIdentityLike, dag_run_id
+from contract_runtime.lineage.runid import (
+    RunIdentityLike,
+    contract_run_id,
+    dag_run_id,
+    provider_namespace,
+)
 from contract_runtime.lineage.transport import lineage_disabled, log, one_line, send
 
 __all__ = [
+    "child_parent",
+    "contract_run_id",
     "dag_run_id",
     "duckdb_warehouse_namespace",
     "emit_assertions",
     "emit_complete",
     "emit_fail",
+    "emit_skip",
     "emit_start",
     "sql_warehouse_namespace",
 ]
@@ -125,3 +140,35 @@ def emit_fail(
     :param task_id: The task that failed.
     """
     _emit("FAIL", dag, lambda: fail_event(manifest, dag, run, error, task_id), run)
+
+
+def emit_skip(
+    manifest: dict[str, Any], dag: dict[str, Any], run: RunIdentityLike, reason: str, unmet: list[dict[str, Any]]
+) -> None:
+    """Send ABORT for a run ``produce`` skipped because ``require: passed`` was not met.
+
+    :param reason: One line (``contract_runtime.gate.describe``).
+    :param unmet: ``contract_runtime.gate.unmet_requirements``.
+    """
+    _emit("ABORT", dag, lambda: skip_event(manifest, dag, run, reason, unmet), run)
+
+
+def child_parent(manifest: dict[str, Any], dag: dict[str, Any], run: RunIdentityLike) -> dict[str, str] | None:
+    """The contract run as the parent of another integration's events (dbt-ol), or None when
+    lineage is switched off.
+
+    :returns: ``{"namespace", "name", "run_id"}`` of the contract run (the job and runId of the
+        events this package sends) and ``{"root_namespace", "root_name", "root_run_id"}`` of its
+        root, the Airflow DAG run as the provider names it (the ``root`` of the contract run's own
+        ``parent`` facet), so a backend stitches DAG run -> contract run -> dbt run -> model.
+    """
+    if lineage_disabled():
+        return None
+    return {
+        "namespace": job_namespace(manifest, dag),
+        "name": job_name(dag),
+        "run_id": contract_run_id(run, str(dag["dag_id"])),
+        "root_namespace": provider_namespace(),
+        "root_name": str(dag["dag_id"]),
+        "root_run_id": dag_run_id(run),
+    }
