@@ -23,6 +23,8 @@ export interface OrchestrationConfig {
   freshnessMonitor: { dagId: string; cron: string; timezone: string; notifier?: string };
   /** Every place a notifier is named (for KnownNotifierRule): `freshness_monitor`, `deadline_notifier`. */
   notifierReferences: Array<{ name: string; location: SourceLocation }>;
+  /** Whether compile also writes the ODCS export (`exports: {odcs: true}`). */
+  exportOdcs: boolean;
   /** Where the runtime writes schema-drift proposals (`proposals`); absent: beside the warehouse. */
   proposals?: { uri: string; connection_id?: string };
 }
@@ -60,6 +62,7 @@ export function mergeConfigs(configs: ReadonlyArray<Located<OrchestrationConfigD
     notifiers: new Map(),
     freshnessMonitor: { dagId: DEFAULT_MONITOR_DAG_ID, cron: DEFAULT_MONITOR_CRON, timezone: "UTC" },
     notifierReferences: [],
+    exportOdcs: false,
   };
   const firstSeen = new Map<string, SourceLocation>();
   const claim = (key: string, location: SourceLocation): boolean => {
@@ -79,6 +82,7 @@ export function mergeConfigs(configs: ReadonlyArray<Located<OrchestrationConfigD
     if (document.lineage !== undefined && claim("lineage", source.locate(["lineage"], "key"))) config.lineageNamespace = document.lineage.namespace;
     if (document.proposals !== undefined && claim("proposals", source.locate(["proposals"], "key"))) config.proposals = document.proposals;
     if (document.defaults !== undefined && claim("defaults", source.locate(["defaults"], "key"))) config.defaults = document.defaults;
+    if (document.exports?.odcs !== undefined && claim("exports.odcs", source.locate(["exports", "odcs"], "key"))) config.exportOdcs = document.exports.odcs;
     for (const [name, s] of Object.entries(document.schedules ?? {})) {
       if (claim(`schedules.${name}`, source.locate(["schedules", name], "key"))) config.schedules.set(name, { cron: s.cron, timezone: s.timezone ?? "UTC" });
     }

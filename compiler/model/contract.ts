@@ -196,6 +196,8 @@ export interface OrchestrationConfigDocument {
   sample_data?: Record<string, string>;
   notifiers?: Record<string, { class: string; kwargs?: Record<string, unknown> }>;
   freshness_monitor?: { dag_id?: string; cron?: string; timezone?: string; notifier?: string };
+  /** Extra outputs of compile: `odcs: true` writes the ODCS export under the output folder. */
+  exports?: { odcs?: boolean };
   proposals?: { uri: string; connection_id?: string };
 }
 
