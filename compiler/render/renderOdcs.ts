@@ -148,6 +148,11 @@ function contractPropertiesOf(contract: Contract): OdcsCustomProperty[] {
     out.push(custom(CONTRACT_PROPERTIES.legalBasis, contract.processing.legal_basis));
   }
   if (contract.freshness?.degrade_after !== undefined) out.push(custom(CONTRACT_PROPERTIES.freshnessDegradeAfter, contract.freshness.degrade_after));
+  if (contract.freshness?.column !== undefined) out.push(custom(CONTRACT_PROPERTIES.freshnessColumn, contract.freshness.column));
+  if (contract.freshness?.expected_runtime !== undefined) out.push(custom(CONTRACT_PROPERTIES.freshnessExpectedRuntime, contract.freshness.expected_runtime));
+  if (contract.freshness?.deadline_reference !== undefined) {
+    out.push(custom(CONTRACT_PROPERTIES.freshnessDeadlineReference, contract.freshness.deadline_reference));
+  }
   return out;
 }
 

@@ -260,7 +260,10 @@ export function readOdcsContract(parsed: ParsedDocument, options: ReadOdcsOption
   return { value: { document, missing, names }, diagnostics };
 }
 
-/** `freshness` from the `freshness` SLA property (`max_age`) and the `freshnessDegradeAfter` custom property. */
+/**
+ * `freshness` from the `freshness` SLA property (`max_age`) and the custom properties
+ * `freshnessDegradeAfter`, `freshnessColumn`, `freshnessExpectedRuntime`, `freshnessDeadlineReference`.
+ */
 function readFreshness(
   odcs: OdcsContract,
   t: Translation,
@@ -283,14 +286,20 @@ function readFreshness(
     t.from(["freshness", "max_age"], [...at, "value"]);
     t.from(["freshness"], at);
   });
-  const degrade = top.get(CONTRACT_PROPERTIES.freshnessDegradeAfter);
-  if (maxAge === undefined && degrade === undefined) return undefined;
+  const more = [
+    ["degrade_after", top.get(CONTRACT_PROPERTIES.freshnessDegradeAfter)],
+    ["column", top.get(CONTRACT_PROPERTIES.freshnessColumn)],
+    ["expected_runtime", top.get(CONTRACT_PROPERTIES.freshnessExpectedRuntime)],
+    ["deadline_reference", top.get(CONTRACT_PROPERTIES.freshnessDeadlineReference)],
+  ] as const;
+  if (maxAge === undefined && more.every(([, found]) => found === undefined)) return undefined;
   const out: Record<string, unknown> = {};
   if (maxAge !== undefined) out.max_age = maxAge;
-  if (degrade !== undefined) {
-    out.degrade_after = degrade.value;
-    t.from(["freshness", "degrade_after"], degrade.path);
-    if (maxAge === undefined) t.from(["freshness"], degrade.path);
+  for (const [field, found] of more) {
+    if (found === undefined) continue;
+    out[field] = found.value;
+    t.from(["freshness", field], found.path);
+    if (maxAge === undefined) t.from(["freshness"], found.path);
   }
   return out;
 }
