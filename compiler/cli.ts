@@ -177,6 +177,69 @@ async function withProject(options: CommonOptions, io: CliIo, body: (r: import("
   return body(result);
 }
 
+/**
+ * `contract-assets drift apply PROPOSAL`: merges a proposal into the contract file with the same
+ * id (comments and layout kept, `mergeProposal` in report/driftApply.ts), then validates the project as `validate`
+ * does. The file is written only when the merged project is valid; otherwise it is left as it was
+ * and the diagnostics are printed. The PROPOSAL path is relative to the project root.
+ *
+ * @returns Exit code: 0 merged, 1 invalid proposal, unknown contract or invalid result, 2 the
+ *   proposal cannot be read.
+ */
+async function driftApplyCommand(root: string, proposalPath: string, io: CliIo): Promise<number> {
+  const { parseProposal, mergeProposal } = await import("./report/driftApply.js");
+  const { compileProject } = await import("./pipeline.js");
+  const { defaultLayout } = await import("./discover/discoverProject.js");
+  const { formatDiagnostics } = await import("./diagnostics/format.js");
+  const { hasErrors } = await import("./diagnostics/diagnostic.js");
+  const { suggest } = await import("./support/suggest.js");
+  const file = path.resolve(root, proposalPath);
+  let text: string;
+  try {
+    text = fs.readFileSync(file, "utf8");
+  } catch (error) {
+    io.stderr(`contract-assets: cannot read the proposal ${JSON.stringify(proposalPath)}: ${(error as NodeJS.ErrnoException).code ?? String(error)}\n`);
+    return EXIT_INTERNAL;
+  }
+  const parsed = parseProposal(text);
+  if (!parsed.proposal) {
+    io.stderr(`contract-assets: ${parsed.problem}\n`);
+    return EXIT_INPUT;
+  }
+  const layout = defaultLayout(root);
+  const before = compileProject(layout);
+  const contract = before.project?.contracts.find((c) => c.contract.id === parsed.proposal!.id);
+  if (!contract) {
+    const ids = (before.project?.contracts ?? []).map((c) => c.contract.id);
+    const guess = suggest(parsed.proposal.id, ids);
+    io.stderr(`contract-assets: no contract has the id ${JSON.stringify(parsed.proposal.id)}${guess ? `; did you mean ${JSON.stringify(guess)}?` : ""}\n`);
+    return EXIT_INPUT;
+  }
+  const relative = contract.located.source.file.path;
+  const target = path.join(root, relative);
+  const original = fs.readFileSync(target, "utf8");
+  const merged = mergeProposal(original, parsed.proposal);
+  if (merged.problem) {
+    io.stderr(`${relative}: ${merged.problem}\n`);
+    return EXIT_INPUT;
+  }
+  if (merged.text === original) {
+    io.stdout(`${relative}: already matches the proposal; nothing to merge\n`);
+    return EXIT_OK;
+  }
+  fs.writeFileSync(target, merged.text);
+  const after = compileProject(layout);
+  if (hasErrors(after.diagnostics)) {
+    fs.writeFileSync(target, original);
+    io.stderr(formatDiagnostics(after.diagnostics, "text", (f) => after.sources.get(f)));
+    io.stderr(`${relative}: the merged contract does not validate; the file is left as it was\n`);
+    return EXIT_INPUT;
+  }
+  io.stdout(`${relative}: merged ${path.relative(root, file).split(path.sep).join("/")}\n${merged.changes.map((c) => `  ${c}\n`).join("")}`);
+  io.stdout(`valid: ${after.project?.contracts.length ?? 0} contracts, ${after.project?.assets.size ?? 0} assets\n`);
+  return EXIT_OK;
+}
+
 /** Thrown by commander's exit override so `runCli` can end a usage error without `process.exit`. */
 class CommandExit extends Error {
   constructor(readonly code: number) {
@@ -275,6 +338,15 @@ export function buildProgram(io: CliIo = PROCESS_IO): Command {
         });
       }, io),
     );
+  const drift = program.command("drift").description("schema drift proposals written by the runtime");
+  drift
+    .command("apply")
+    .description("merge a proposed contract into its contract file (comments and layout kept), then validate")
+    .argument("<proposal>", "the proposal file, relative to the project root")
+    .addOption(root)
+    .addOption(debug)
+    .action((proposal: string, opts: CommonOptions) => guarded(opts, () => driftApplyCommand(rootOf(opts), proposal, io), io));
+
   program
     .command("preflight")
     .description("in the runtime's environment: import every entrypoint, parse every SQL producer and quality query, look up every named Connection")

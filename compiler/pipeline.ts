@@ -1,8 +1,9 @@
 import { createDiagnostic, Diagnostics } from "./diagnostics/catalogue.js";
 import { hasErrors, sortDiagnostics, type Diagnostic } from "./diagnostics/diagnostic.js";
-import { discoverProject, readReferencedFiles, type ProjectLayout, type SourceFile } from "./discover/discoverProject.js";
+import { discoverProject, MAX_MANIFEST_BYTES, readReferencedFiles, type ProjectLayout, type SourceFile } from "./discover/discoverProject.js";
 import { breakingDiagnostics, diffManifests, type ManifestDiff } from "./diff/diffManifests.js";
 import { buildGraph, type AssetGraph } from "./graph/buildGraph.js";
+import { dbtManifestPath } from "./link/dbtProject.js";
 import { linkProject, type LinkedProject } from "./link/linkProject.js";
 import { buildManifest, type Manifest } from "./manifest/buildManifest.js";
 import { parseManifest } from "./manifest/parseManifest.js";
@@ -81,6 +82,14 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
   const previousState = options.previousManifest ?? previousManifest;
   const producerFiles = readReferencedFiles(layout.root, referenced);
   diagnostics.push(...producerFiles.diagnostics);
+  // dbt producers: the project's committed manifest.json (as large as dbt writes it)
+  const dbtManifests = readReferencedFiles(
+    layout.root,
+    validated.value.contracts.map((c) => c.document).flatMap((c) => (c.kind === "TransformContract" && c.producer.type === "dbt" ? [dbtManifestPath(c.producer.project)] : [])),
+    MAX_MANIFEST_BYTES,
+  );
+  diagnostics.push(...dbtManifests.diagnostics);
+  for (const [p, text] of dbtManifests.value) producerFiles.value.set(p, text);
   const linked = linkProject(validated.value, {
     producerFiles: producerFiles.value,
     unresolvedNames: validated.value.unresolvedNames,

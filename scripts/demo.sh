@@ -19,8 +19,8 @@
 # inspection (its path is printed); set CONTRACT_ASSETS_DEMO_DIR to choose it (it must be empty
 # or absent).
 #
-# The dbt family's shim (dbt-warehouse-shim) comes from test/python/shims, a stand-in that loads
-# the fiscal calendar seed; the python producer's package is put on PYTHONPATH
+# The four dbt contracts run the bundled dbt project (dbt/finance) with real dbt from .venv-dbt
+# (built by scripts/python-env.sh); the python producer's package is put on PYTHONPATH
 # (orchestration/jobs).
 set -euo pipefail
 
@@ -55,7 +55,7 @@ export CONTRACT_ASSETS_WAREHOUSE="$DEMO_DIR/warehouse.duckdb"
 export AIRFLOW_CONN_WAREHOUSE="duckdb://$DEMO_DIR/warehouse.duckdb"
 JOBS_PATH="${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONPATH="$ROOT/orchestration/jobs$JOBS_PATH"
-export PATH="$ROOT/.venv/bin:$ROOT/test/python/shims:$PATH"
+export PATH="$ROOT/.venv/bin:$PATH"
 
 # The OpenLineage client's own configuration, in its order: a config file (OPENLINEAGE_CONFIG,
 # ./openlineage.yml, ~/.openlineage/openlineage.yml), OPENLINEAGE__TRANSPORT__*, OPENLINEAGE_URL.

@@ -434,6 +434,8 @@ class LiveStack:
                 "AIRFLOW__API__SECRET_KEY": secrets.token_urlsafe(32),
                 "PYTHONPATH": os.pathsep.join(p for p in (str(JOBS), os.environ.get("PYTHONPATH", "")) if p),
                 "PATH": os.pathsep.join([venv_bin, str(SHIMS), os.environ.get("PATH", "")]),
+                # the dbt contracts run dbt from the repository's dbt environment (ADR 0012)
+                "CONTRACT_ASSETS_DBT_BIN": str(REPO_ROOT / ".venv-dbt" / "bin"),
                 "PYTHONDONTWRITEBYTECODE": "1",
             }
         )
@@ -717,7 +719,7 @@ class LiveStack:
         picks the DAGs up at its next bundle refresh (wait with :meth:`wait_for_dags`)."""
         dest = self.projects / name
         shutil.copytree(project / "generated", dest / "generated")
-        for part in ("orchestration/sample_data", "sql"):
+        for part in ("orchestration/sample_data", "sql", "dbt"):
             if (project / part).is_dir():
                 shutil.copytree(project / part, dest / part)
         return dest

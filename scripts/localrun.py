@@ -9,7 +9,7 @@ Used by ``scripts/demo.sh`` (``npm run demo``) and by ``test/python/test_e2e.py`
 The caller sets the environment first: ``AIRFLOW_HOME`` (a migrated metadata DB),
 ``AIRFLOW__CORE__DAGS_FOLDER=<project>/generated/dags``, ``CONTRACT_ASSETS_WAREHOUSE`` (the
 DuckDB file), ``PYTHONPATH`` with ``<project>/orchestration/jobs`` (python producers) and a
-``PATH`` holding the ``dbt`` family's shim.
+``PATH`` (dbt contracts find dbt in ``<project>/.venv-dbt`` or ``CONTRACT_ASSETS_DBT_BIN``).
 
 ``run`` seeds the external upstreams (see :func:`seed_external_sample_data`), then runs every
 DAG of the manifest (or the ``--only`` ones) in dependency order with ``DAG.test()``, which is
@@ -235,10 +235,13 @@ def lineage_destination() -> tuple[str, list[Path] | None]:
 
 
 def emitter_of(event: dict[str, Any]) -> str:
-    """``contract-assets``, ``provider DAG run``, ``provider task`` or ``other``."""
+    """``contract-assets``, ``provider DAG run``, ``provider task``, ``dbt-ol`` (openlineage-dbt:
+    the dbt runs under a contract run) or ``other``."""
     producer = str(event.get("producer", ""))
     if producer.startswith(OURS_PRODUCER):
         return "contract-assets"
+    if "/integration/dbt" in producer:
+        return "dbt-ol"
     if producer.startswith(PROVIDER_PRODUCER):
         job_type = ((event.get("job") or {}).get("facets") or {}).get("jobType") or {}
         return "provider DAG run" if job_type.get("jobType") == "DAG" else "provider task"

@@ -9,7 +9,10 @@
 # - ./orchestration (contract-runtime) is installed editable with --no-deps.
 # - scripts/fix-airflow.py repairs a defect of the published apache-airflow-core 3.2.x that
 #   stops every task from running (see that file).
-# - .venv/.lock-sha256 records the hash of requirements.lock,
+# - .venv-dbt/ is the dbt producer's own environment (dbt-core, dbt-duckdb, dbt-postgres,
+#   openlineage-dbt), synced from requirements-dbt.lock: dbt's pins conflict with Airflow's, so the
+#   runtime runs dbt from there as a subprocess (ADR 0012).
+# - .venv/.lock-sha256 records the hash of requirements.lock, requirements-dbt.lock,
 #   orchestration/pyproject.toml and scripts/fix-airflow.py; when it matches, nothing is done.
 #
 # Idempotent, non-interactive, safe to run as root.
@@ -20,6 +23,8 @@ cd "$ROOT"
 
 VENV=".venv"
 LOCK="requirements.lock"
+DBT_VENV=".venv-dbt"
+DBT_LOCK="requirements-dbt.lock"
 PYPROJECT="orchestration/pyproject.toml"
 FIX_AIRFLOW="scripts/fix-airflow.py"
 STAMP="$VENV/.lock-sha256"
@@ -29,6 +34,7 @@ log() { printf 'python-env: %s\n' "$*"; }
 die() { printf 'python-env: error: %s\n' "$*" >&2; exit 1; }
 
 [ -f "$LOCK" ] || die "$LOCK not found"
+[ -f "$DBT_LOCK" ] || die "$DBT_LOCK not found"
 [ -f "$PYPROJECT" ] || die "$PYPROJECT not found"
 
 # Never prompt, never try to download a Python interpreter.
@@ -40,12 +46,13 @@ if [ -z "${SSL_CERT_FILE:-}" ] && [ -z "${UV_SYSTEM_CERTS:-}" ] && [ -z "${UV_NA
   export UV_SYSTEM_CERTS=1
 fi
 
-want_sha="$(cat "$LOCK" "$PYPROJECT" "$FIX_AIRFLOW" | sha256sum | cut -d' ' -f1)"
+want_sha="$(cat "$LOCK" "$DBT_LOCK" "$PYPROJECT" "$FIX_AIRFLOW" | sha256sum | cut -d' ' -f1)"
 
 # Fast path: stamp matches and the venv's interpreter and package still work.
 up_to_date() {
   [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want_sha" ] \
-    && "$VENV/bin/python" -c 'import contract_runtime' >/dev/null 2>&1
+    && "$VENV/bin/python" -c 'import contract_runtime' >/dev/null 2>&1 \
+    && [ -x "$DBT_VENV/bin/dbt" ] && [ -x "$DBT_VENV/bin/dbt-ol" ]
 }
 if up_to_date; then
   log "up to date (${want_sha:0:12}), nothing to do"
@@ -121,6 +128,18 @@ log "installing ./orchestration (contract-runtime) editable"
 
 # 5. Repair the published Airflow 3.2.x execution API (idempotent; verifies the result).
 "$VENV/bin/python" "$FIX_AIRFLOW" || die "$FIX_AIRFLOW could not repair the installed Airflow"
+
+# 6. The dbt environment: its own interpreter (the same base Python), exactly its lock.
+base_of_venv="$("$VENV/bin/python" -c 'import sys; print(getattr(sys, "_base_executable", sys.executable))')"
+if [ ! -x "$DBT_VENV/bin/python" ] || [ "$(py_version "$DBT_VENV/bin/python")" != "$WANT_PY" ]; then
+  rm -rf "$DBT_VENV"
+  log "creating $DBT_VENV with $base_of_venv"
+  "$base_of_venv" -m venv --without-pip "$DBT_VENV"
+fi
+log "syncing $DBT_VENV with $DBT_LOCK ($(grep -c '^[A-Za-z0-9].*==' "$DBT_LOCK") packages)"
+"$UV" pip sync --quiet --python "$DBT_VENV/bin/python" "$DBT_LOCK"
+"$DBT_VENV/bin/python" -c 'import dbt.cli.main, dbt.adapters.duckdb, dbt.adapters.postgres, openlineage.dbt' \
+  || die "dbt or an adapter does not import in $DBT_VENV"
 
 printf '%s\n' "$want_sha" > "$STAMP.tmp"
 mv "$STAMP.tmp" "$STAMP"

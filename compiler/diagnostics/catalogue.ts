@@ -220,6 +220,12 @@ export const Diagnostics = {
     "error",
     (a) => `${q(a.field)} nests ${a.depth} levels deep; generated Python allows at most ${a.limit}`,
   ),
+  ExtractShape: entry<{ problem: string }>("CA3301", "error", (a) => `mode "extract" ${a.problem}`),
+  LoadShape: entry<{ field: string }>(
+    "CA3302",
+    "error",
+    (a) => `${q(a.field)} is for mode "extract"; a mode "load" contract reads source.uri`,
+  ),
   ManualWithSchedule: entry(
     "CA3039",
     "error",
@@ -316,6 +322,62 @@ export const Diagnostics = {
     "CA4018",
     "error",
     (a) => `the asset ${q(a.name)} is declared external but is also produced by a contract`,
+  ),
+  // 4: link, dbt projects (issue 11; ADR 0012)
+  DbtManifestMissing: entry<{ project: string; manifest: string }>(
+    "CA4401",
+    "error",
+    (a) => `the dbt project ${q(a.project)} has no parsed manifest ${q(a.manifest)}`,
+  ),
+  DbtManifestUnreadable: entry<{ manifest: string; detail: string }>(
+    "CA4402",
+    "error",
+    (a) => `the dbt manifest ${q(a.manifest)} cannot be used: ${a.detail}`,
+  ),
+  DbtSelectorUnsupported: entry<{ selector: string }>(
+    "CA4403",
+    "error",
+    (a) => `the selector ${q(a.selector)} is not a model name or tag:<tag>; list the contract's models`,
+  ),
+  DbtModelUnknown: entry<{ model: string; project: string }>(
+    "CA4404",
+    "error",
+    (a) => `the dbt project ${q(a.project)} has no model ${q(a.model)}`,
+  ),
+  DbtDatasetWithoutModel: entry<{ dataset: string; project: string; select: string }>(
+    "CA4405",
+    "error",
+    (a) => `the dataset ${q(a.dataset)} is no model that select ${q(a.select)} picks in the dbt project ${q(a.project)}`,
+  ),
+  DbtModelWithoutDataset: entry<{ model: string; file: string }>(
+    "CA4406",
+    "error",
+    (a) => `select picks the dbt model ${q(a.model)} (${a.file}), which is no dataset of this contract`,
+  ),
+  DbtColumnMissing: entry<{ property: string; model: string; file: string }>(
+    "CA4407",
+    "error",
+    (a) => `the property ${q(a.property)} is no column of the dbt model ${q(a.model)} (${a.file})`,
+  ),
+  DbtColumnExtra: entry<{ column: string; model: string; file: string }>(
+    "CA4408",
+    "error",
+    (a) => `the dbt model ${q(a.model)} declares the column ${q(a.column)} (${a.file}), which the dataset's schema lacks`,
+  ),
+  DbtUndeclaredUpstream: entry<{ model: string; file: string; asset: string; via: string }>(
+    "CA4409",
+    "error",
+    (a) => `the dbt model ${q(a.model)} (${a.file}) reads ${q(a.asset)} through ${a.via}, which the contract does not list as an upstream`,
+  ),
+  DbtRefUnpublished: entry<{ model: string; file: string; ref: string }>(
+    "CA4410",
+    "error",
+    (a) => `the dbt model ${q(a.model)} (${a.file}) refs the model ${q(a.ref)}, which no contract publishes`,
+  ),
+  DbtModelRelocated: entry<{ model: string; file: string; config: string }>(
+    "CA4411",
+    "error",
+    (a) => `the dbt model ${q(a.model)} (${a.file}) sets its own ${a.config}; the runtime decides where models build (staging, then the published table)`,
   ),
 
   // 5: graph

@@ -189,7 +189,7 @@ export function discoverProject(layout: ProjectLayout): StageResult<DiscoveredPr
  * A path missing from the result is reported by the link stage (CA1007); unreadable or oversized
  * files are reported here.
  */
-export function readReferencedFiles(root: string, paths: Iterable<string>): StageResult<Map<string, string>> {
+export function readReferencedFiles(root: string, paths: Iterable<string>, limit = MAX_FILE_BYTES): StageResult<Map<string, string>> {
   const diagnostics: Diagnostic[] = [];
   const files = new Map<string, string>();
   let realRoot: string;
@@ -208,7 +208,7 @@ export function readReferencedFiles(root: string, paths: Iterable<string>): Stag
       // Missing or a loop: reported by the link stage as CA1007.
       continue;
     }
-    const file = readSourceFile(root, p, diagnostics);
+    const file = readSourceFile(root, p, diagnostics, limit);
     // A file that exists but cannot be used is reported here; an empty text keeps link from
     // also calling it missing (no render happens with this error anyway).
     files.set(p, file ? file.text.replace(/\r\n?/g, "\n") : "");

@@ -1,6 +1,6 @@
 import { createDiagnostic, Diagnostics } from "../diagnostics/catalogue.js";
 import type { Diagnostic } from "../diagnostics/diagnostic.js";
-import type { Contract, Dataset } from "../model/contract.js";
+import type { Contract, Dataset, IngestionContract } from "../model/contract.js";
 import { canonicalJson } from "../support/canonical-json.js";
 import { compareStrings } from "../support/compare.js";
 import { normaliseUri } from "../support/uri.js";
@@ -56,6 +56,17 @@ function uriTemplateFindings(validated: ValidatedProject, config: OrchestrationC
  *
  * Invariant: a name in `refused` is not in `assets`, and its error is among the recorded facts.
  */
+/**
+ * The extract contract that produces the Asset `name`, when one does (its dataset is the manifest
+ * dataset a load contract can name as its source, DESIGN §3.2).
+ */
+export function extractProducing(table: AssetTable, name: string): Located<IngestionContract> | undefined {
+  const producer = table.assets.get(name)?.producer;
+  const located = producer === undefined ? undefined : table.ids.get(producer);
+  const document = located?.document;
+  return document?.kind === "IngestionContract" && document.mode === "extract" ? (located as Located<IngestionContract>) : undefined;
+}
+
 export function buildAssetTable(validated: ValidatedProject, config: OrchestrationConfig): AssetTable {
   const templateFindings = uriTemplateFindings(validated, config);
   const templateUsable = templateFindings.length === 0;
@@ -158,6 +169,8 @@ export function buildAssetTable(validated: ValidatedProject, config: Orchestrati
     const c = located.document;
     if (c.kind !== "IngestionContract") continue;
     const s = c.source;
+    // A load whose source is an extract's dataset reads that dataset's manifests: not an external.
+    if (c.mode === "load" && extractProducing(table, s.name) !== undefined) continue;
     const asset: AssetDeclaration = {
       name: s.name,
       uri: s.uri,

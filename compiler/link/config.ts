@@ -17,6 +17,8 @@ export interface OrchestrationConfig {
   producers: Map<string, { command: string[]; env: Record<string, string> }>;
   overrides: Array<RunSettings & { match: { domain?: string; contract?: string }; location: SourceLocation }>;
   sampleData: Map<string, string>;
+  /** Where the runtime writes schema-drift proposals (`proposals`); absent: beside the warehouse. */
+  proposals?: { uri: string; connection_id?: string };
 }
 
 /** A config key set twice: the later setting is ignored (reported by UniqueConfigKeyRule). */
@@ -58,6 +60,7 @@ export function mergeConfigs(configs: ReadonlyArray<Located<OrchestrationConfigD
       config.uriTemplateLocation = source.locate(["uri_template"]);
     }
     if (document.lineage !== undefined && claim("lineage", source.locate(["lineage"], "key"))) config.lineageNamespace = document.lineage.namespace;
+    if (document.proposals !== undefined && claim("proposals", source.locate(["proposals"], "key"))) config.proposals = document.proposals;
     if (document.defaults !== undefined && claim("defaults", source.locate(["defaults"], "key"))) config.defaults = document.defaults;
     for (const [name, s] of Object.entries(document.schedules ?? {})) {
       if (claim(`schedules.${name}`, source.locate(["schedules", name], "key"))) config.schedules.set(name, { cron: s.cron, timezone: s.timezone ?? "UTC" });

@@ -45,6 +45,11 @@ export interface LinkedContract {
   upstreams: ResolvedUpstream[];
   /** For ingestion: the external source asset read (an inlet). */
   sourceAsset?: string;
+  /**
+   * For a load whose source is an extract contract's dataset: that contract and its landing
+   * location (the load reads the manifests under it; the source also triggers the DAG).
+   */
+  manifestSource?: { contract: string; uri: string; connection_id?: string; sampleData: boolean };
   runSettings: RunSettings;
   timetable?: { cron: string; timezone: string };
 }

@@ -1,5 +1,6 @@
 import { sha256Hex, gitBlobId } from "../support/hash.js";
 import { runSettingsFor, type OrchestrationConfig } from "./config.js";
+import { extractProducing } from "./assetTable.js";
 import type { AssetDeclaration, AssetTable, LinkedContract, ResolvedUpstream } from "./model.js";
 
 function lfText(text: string): string {
@@ -33,7 +34,20 @@ export function resolveContracts(table: AssetTable, config: OrchestrationConfig)
       }),
       runSettings: runSettingsFor(config, c.id, c.domain),
     };
-    if (c.kind === "IngestionContract") entry.sourceAsset = c.source.name;
+    if (c.kind === "IngestionContract") {
+      const extract = c.mode === "load" ? extractProducing(table, c.source.name) : undefined;
+      const landing = extract?.document.landing;
+      if (extract && landing) {
+        entry.manifestSource = {
+          contract: extract.document.id,
+          uri: landing.uri,
+          ...(landing.connection_id !== undefined ? { connection_id: landing.connection_id } : {}),
+          sampleData: config.sampleData.has(extract.document.source.name),
+        };
+        // The manifest dataset's Asset event is what a load of it waits for: an upstream, not an external source.
+        entry.upstreams.push({ asset: c.source.name, trigger: true, location: located.source.locate(["source", "name"]) });
+      } else entry.sourceAsset = c.source.name;
+    }
     if (c.trigger !== undefined && c.trigger !== "manual") {
       if (c.trigger.cron !== undefined) entry.timetable = { cron: c.trigger.cron, timezone: c.trigger.timezone ?? "UTC" };
       else if (c.trigger.schedule_ref !== undefined) {

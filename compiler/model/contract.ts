@@ -124,6 +124,17 @@ export interface IngestionSource {
   connection_id?: string;
   schema_version?: number;
   description?: string;
+  /** `mode: extract`: the source table (`schema.table`), read with `select *`. */
+  table?: string;
+  /** `mode: extract`: the SQL query whose result is extracted. */
+  query?: string;
+}
+
+/** `mode: extract`: where landing files and the manifest go (one `run-<hash>/` prefix per run). */
+export interface Landing {
+  uri: string;
+  connection_id?: string;
+  rows_per_file?: number;
 }
 
 export interface IngestionContract extends ContractBase {
@@ -131,7 +142,8 @@ export interface IngestionContract extends ContractBase {
   source: IngestionSource;
   mode: "extract" | "load";
   incremental?: { watermark: string };
-  on_schema_drift?: "abort";
+  on_schema_drift?: "abort" | "allow_additive";
+  landing?: Landing;
 }
 
 export type Contract = TransformContract | IngestionContract;
@@ -163,6 +175,7 @@ export interface OrchestrationConfigDocument {
   producers?: Record<string, { command: string[]; env?: Record<string, string> }>;
   overrides?: Array<RunSettings & { match: { domain?: string; contract?: string } }>;
   sample_data?: Record<string, string>;
+  proposals?: { uri: string; connection_id?: string };
 }
 
 /** Every document kind the compiler reads, by `kind`. */

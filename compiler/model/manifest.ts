@@ -180,8 +180,38 @@ export interface CommandProducer {
   env: Record<string, string>;
 }
 
+/** A dbt producer resolved against its project's committed manifest.json (ADR 0012). */
+export interface DbtProducer {
+  type: "dbt";
+  /** The dbt project folder, project-relative. */
+  project: string;
+  select: string;
+  params?: Record<string, unknown>;
+  /** The project's committed manifest.json, project-relative. */
+  manifest: string;
+  /** The contract's models, one per dataset, in dataset order. */
+  models: Array<{ name: string; unique_id: string; path: string }>;
+  /** Seeds the models read, built into staging with them. */
+  seeds: string[];
+  /** Models of other contracts the models ref -> their published table. */
+  upstream_models: Record<string, { schema: string; name: string }>;
+}
+
 export interface LoadProducer {
   type: "load";
+}
+
+export interface ExtractProducer {
+  type: "extract";
+}
+
+/** A load of an extract's dataset: the extract and its landing location (`run-*\/_manifest.json`). */
+export interface ManifestSource {
+  contract: string;
+  uri: string;
+  connection_id?: string;
+  /** The extract's source has sample_data: a local folder beside the warehouse stands in. */
+  local_demo?: true;
 }
 
 export interface IngestionSource {
@@ -192,6 +222,23 @@ export interface IngestionSource {
   connection_id?: string;
   schema_version?: number;
   description?: string;
+  /** mode extract: the source table or query. */
+  table?: string;
+  query?: string;
+  manifest?: ManifestSource;
+}
+
+/** mode extract: where the Parquet files and the manifest go. */
+export interface Landing {
+  uri: string;
+  connection_id?: string;
+  rows_per_file?: number;
+}
+
+/** The orchestration config's proposals: where schema-drift proposals are written. */
+export interface Proposals {
+  uri: string;
+  connection_id?: string;
 }
 
 export interface SqlRuntime extends RuntimeCommon {
@@ -209,19 +256,37 @@ export interface CommandRuntime extends RuntimeCommon {
   producer: CommandProducer;
 }
 
+export interface DbtRuntime extends RuntimeCommon {
+  kind: "TransformContract";
+  producer: DbtProducer;
+}
+
 export interface LoadRuntime extends RuntimeCommon {
   kind: "IngestionContract";
   producer: LoadProducer;
   source: IngestionSource;
   mode: "extract" | "load";
   incremental?: { watermark: string };
-  on_schema_drift?: "abort";
+  on_schema_drift?: "abort" | "allow_additive";
   /** Local runs only (scripts/localrun.py): the file seeded as the source. */
   sample_data?: string;
+  proposals?: Proposals;
+}
+
+export interface ExtractRuntime extends RuntimeCommon {
+  kind: "IngestionContract";
+  producer: ExtractProducer;
+  source: IngestionSource;
+  mode: "extract";
+  landing: Landing;
+  on_schema_drift?: "abort" | "allow_additive";
+  /** Local runs only: the file that stands in for the source table. */
+  sample_data?: string;
+  proposals?: Proposals;
 }
 
 /** What `contract_runtime` reads at task time: one shape per `producer.type`. */
-export type DagRuntime = SqlRuntime | PythonRuntime | CommandRuntime | LoadRuntime;
+export type DagRuntime = SqlRuntime | PythonRuntime | CommandRuntime | DbtRuntime | LoadRuntime | ExtractRuntime;
 
 /** One DAG to render: a pure description, no Python in it. */
 export interface DagPlan {

@@ -1,8 +1,9 @@
 import type { StageResult } from "../diagnostics/diagnostic.js";
 import type { OrchestrationConfig } from "../link/config.js";
+import { dbtManifestPath, dbtPublishers, resolveDbtProducer } from "../link/dbtProject.js";
 import { DEFAULT_LAYER, type AssetDeclaration, type LinkedContract, type LinkedProject } from "../link/linkProject.js";
 import type { AssetCondition, Contract, Dataset, QualityRule } from "../model/contract.js";
-import type { ConditionNode, DagPlan, DagRuntime, DefaultArgsPlan, QualityRule as ManifestQualityRule, RuntimeCommon, RuntimeDataset } from "../model/manifest.js";
+import type { ConditionNode, DagPlan, DagRuntime, DefaultArgsPlan, ManifestSource, QualityRule as ManifestQualityRule, RuntimeCommon, RuntimeDataset } from "../model/manifest.js";
 import { compareStrings } from "../support/compare.js";
 import { parseDurationSeconds } from "../support/duration.js";
 import { implicitQualityRules } from "./implicitQualityRules.js";
@@ -51,6 +52,8 @@ function qualityOf(d: Dataset): ManifestQualityRule[] {
   ];
 }
 
+type DbtPublishers = ReturnType<typeof dbtPublishers>;
+
 /**
  * A dataset's authored quality rules as the manifest's `assets[].quality` carries them: every
  * default decided here (the name of {@link qualityNames}, severity "error"), so no reader supplies one.
@@ -64,6 +67,7 @@ function runtimeOf(
   assets: ReadonlyMap<string, AssetDeclaration>,
   sqlFiles: ReadonlyMap<string, string>,
   config: OrchestrationConfig,
+  dbt: DbtPublishers,
 ): DagRuntime {
   const contract = c.contract;
   const datasets: RuntimeDataset[] = contract.datasets.map((d) => ({
@@ -86,15 +90,27 @@ function runtimeOf(
   };
   if (contract.kind === "IngestionContract") {
     const sample = config.sampleData.get(contract.source.name);
+    const ingestion = {
+      ...(contract.on_schema_drift ? { on_schema_drift: contract.on_schema_drift } : {}),
+      ...(sample !== undefined ? { sample_data: sample } : {}),
+      ...(config.proposals ? { proposals: config.proposals } : {}),
+    };
+    if (contract.mode === "extract" && contract.landing) {
+      return { kind: "IngestionContract", ...common, producer: { type: "extract" }, source: contract.source, mode: "extract", landing: contract.landing, ...ingestion };
+    }
+    const m = c.manifestSource;
+    // A load of an extract's dataset reads the manifests under that extract's landing (DESIGN §3.2).
+    const manifest: ManifestSource | undefined = m
+      ? { contract: m.contract, uri: m.uri, ...(m.connection_id !== undefined ? { connection_id: m.connection_id } : {}), ...(m.sampleData ? { local_demo: true as const } : {}) }
+      : undefined;
     return {
       kind: "IngestionContract",
       ...common,
       producer: { type: "load" },
-      source: contract.source,
+      source: manifest ? { ...contract.source, manifest } : contract.source,
       mode: contract.mode,
       ...(contract.incremental ? { incremental: contract.incremental } : {}),
-      ...(contract.on_schema_drift ? { on_schema_drift: contract.on_schema_drift } : {}),
-      ...(sample !== undefined ? { sample_data: sample } : {}),
+      ...ingestion,
     };
   }
   const p = contract.producer;
@@ -109,9 +125,15 @@ function runtimeOf(
     }
     case "python":
       return { kind: "TransformContract", ...common, producer: p };
-    case "dbt":
-      // Refused by ImplementedProducerRule before a manifest can be written; never reaches here.
-      throw new Error(`producer type "dbt" of ${contract.id} has no runtime`);
+    case "dbt": {
+      // What the dbt run builds and where its refs resolve, from the committed dbt manifest (ADR 0012).
+      const resolved = resolveDbtProducer(c, sqlFiles.get(dbtManifestPath(p.project)), dbt.get(p.project) ?? new Map());
+      return {
+        kind: "TransformContract",
+        ...common,
+        producer: { ...p, manifest: resolved.manifest, models: resolved.models, seeds: resolved.seeds, upstream_models: resolved.upstreamModels },
+      };
+    }
   }
 }
 
@@ -122,6 +144,7 @@ function runtimeOf(
  */
 export function planDags(project: LinkedProject): StageResult<DagPlan[]> {
   const plans: DagPlan[] = [];
+  const dbt = dbtPublishers(project.contracts, project.producerFiles);
   for (const c of project.contracts) {
     if (c.status !== "active" && c.status !== "deprecated") continue;
     const contract = c.contract;
@@ -156,7 +179,7 @@ export function planDags(project: LinkedProject): StageResult<DagPlan[]> {
         { task_id: "publish", inlets: [], outlets, upstream_task_ids: ["audit"] },
       ],
       default_args: defaultArgs,
-      runtime: runtimeOf(c, project.assets, project.producerFiles, project.config),
+      runtime: runtimeOf(c, project.assets, project.producerFiles, project.config, dbt),
     });
   }
   // Sort for determinism.

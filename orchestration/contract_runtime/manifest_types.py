@@ -19,16 +19,25 @@ __all__ = [
     "DagPlan",
     "DagRuntime",
     "DatasetSchema",
+    "DbtModel",
+    "DbtProducer",
+    "DbtRuntime",
+    "DbtTable",
     "DefaultArgsPlan",
     "Edge",
+    "ExtractProducer",
+    "ExtractRuntime",
     "Freshness",
     "IngestionSource",
+    "Landing",
     "LoadProducer",
     "LoadRuntime",
     "Manifest",
     "ManifestAsset",
+    "ManifestSource",
     "Processing",
     "Property",
+    "Proposals",
     "PythonProducer",
     "PythonRuntime",
     "QualityRule",
@@ -213,8 +222,48 @@ class CommandProducer(TypedDict):
     env: dict[str, str]
 
 
+class DbtModel(TypedDict):
+    name: str
+    unique_id: str
+    #: The model's file, relative to the dbt project.
+    path: str
+
+
+class DbtTable(TypedDict):
+    schema: str
+    name: str
+
+
+class DbtProducer(TypedDict):
+    """A dbt producer resolved against its project's committed ``manifest.json`` (ADR 0012)."""
+
+    type: Literal["dbt"]
+    #: The dbt project folder, project-relative.
+    project: str
+    select: str
+    params: NotRequired[dict[str, Any]]
+    #: The project's committed ``manifest.json``, project-relative.
+    manifest: str
+    #: The contract's models, one per dataset, in dataset order.
+    models: list[DbtModel]
+    #: Seeds the models read, built into staging with them.
+    seeds: list[str]
+    #: Models of other contracts the models ref -> their published table.
+    upstream_models: dict[str, DbtTable]
+
+
 class LoadProducer(TypedDict):
     type: Literal["load"]
+
+
+class ManifestSource(TypedDict):
+    """A load of an extract's dataset: the extract and its landing location (``run-*/_manifest.json``)."""
+
+    contract: str
+    uri: str
+    connection_id: NotRequired[str]
+    #: The extract's source has ``sample_data``: a local folder beside the warehouse stands in.
+    local_demo: NotRequired[Literal[True]]
 
 
 class IngestionSource(TypedDict):
@@ -225,6 +274,29 @@ class IngestionSource(TypedDict):
     connection_id: NotRequired[str]
     schema_version: NotRequired[int]
     description: NotRequired[str]
+    #: ``mode: extract``: the source table or query.
+    table: NotRequired[str]
+    query: NotRequired[str]
+    manifest: NotRequired[ManifestSource]
+
+
+class ExtractProducer(TypedDict):
+    type: Literal["extract"]
+
+
+class Landing(TypedDict):
+    """``mode: extract``: where the Parquet files and the manifest go."""
+
+    uri: str
+    connection_id: NotRequired[str]
+    rows_per_file: NotRequired[int]
+
+
+class Proposals(TypedDict):
+    """The orchestration config's ``proposals``: where schema-drift proposals are written."""
+
+    uri: str
+    connection_id: NotRequired[str]
 
 
 class _Incremental(TypedDict):
@@ -243,18 +315,34 @@ class CommandRuntime(RuntimeCommon):
     producer: CommandProducer
 
 
+class DbtRuntime(RuntimeCommon):
+    producer: DbtProducer
+
+
 class LoadRuntime(RuntimeCommon):
     producer: LoadProducer
     source: IngestionSource
     mode: Literal["extract", "load"]
     incremental: NotRequired[_Incremental]
-    on_schema_drift: NotRequired[Literal["abort"]]
+    on_schema_drift: NotRequired[Literal["abort", "allow_additive"]]
     #: Local runs only (``scripts/localrun.py``).
     sample_data: NotRequired[str]
+    proposals: NotRequired[Proposals]
+
+
+class ExtractRuntime(RuntimeCommon):
+    producer: ExtractProducer
+    source: IngestionSource
+    mode: Literal["extract"]
+    landing: Landing
+    on_schema_drift: NotRequired[Literal["abort", "allow_additive"]]
+    #: Local runs only: the file that stands in for the source table.
+    sample_data: NotRequired[str]
+    proposals: NotRequired[Proposals]
 
 
 #: What the stages read at task time: one shape per ``producer.type``.
-DagRuntime = SqlRuntime | PythonRuntime | CommandRuntime | LoadRuntime
+DagRuntime = SqlRuntime | PythonRuntime | CommandRuntime | DbtRuntime | LoadRuntime | ExtractRuntime
 
 
 class DagPlan(TypedDict):

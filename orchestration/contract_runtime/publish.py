@@ -1,7 +1,8 @@
 """Publishing and quarantining staging tables (DESIGN §5.2, §5.3).
 
 :func:`publish_datasets` swaps every dataset's staging table into its target in ONE transaction,
-together with the watermark advance and the publication record. :func:`quarantine_datasets`
+together with the watermark advance, the publication record and (ingestion) the objects the run
+read turning ``loaded``. :func:`quarantine_datasets`
 moves staging tables to ``_ca_quarantine`` and leaves the targets alone.
 """
 
@@ -16,11 +17,12 @@ from contract_runtime.sqlutil import TableRef
 from contract_runtime.state import (
     ensure_state_tables,
     get_publication,
+    mark_objects,
     max_as_text,
     record_publication,
     set_watermark,
 )
-from contract_runtime.tables import quarantine_table, staging_table, target_table
+from contract_runtime.tables import quarantine_table, staging_for, target_table
 from contract_runtime.warehouse import Warehouse
 
 __all__ = ["PublishError", "publish_datasets", "quarantine_datasets"]
@@ -66,7 +68,7 @@ def publish_datasets(
             raise PublishError(f"{contract_id}: no audit verdict for dataset {name!r}; nothing published")
         if verdict.get("status") not in ("passed", "degraded"):
             raise PublishError(f"{contract_id}: dataset {name!r} is {verdict.get('status')!r}; nothing published")
-        plan.append((ds, staging_table(domain, name, run.run_hash), target_table(domain, name), verdict))
+        plan.append((ds, staging_for(contract_id, runtime, name, run.run_hash), target_table(domain, name), verdict))
 
     ensure_state_tables(wh)
     done = [get_publication(wh, contract_id, str(ds["name"]), run.run_id) for ds, *_ in plan]
@@ -89,6 +91,8 @@ def publish_datasets(
     def record(tx: Warehouse) -> None:
         for out in outputs:
             record_publication(tx, contract_id, out["dataset"], run.run_id, out["row_count"], out["quality_status"])
+            # the objects an ingestion run read count as loaded only once their rows are published
+            mark_objects(tx, contract_id, out["dataset"], run.run_id, "loaded")
         for name, value in watermarks:
             set_watermark(tx, contract_id, name, str(wm_column), value, run.run_id)
 
@@ -119,6 +123,7 @@ def _output(
         "quality_status": str(verdict["status"]),
         "quarantined": False,
         "failed_rules": list(verdict.get("failed_rules", [])),
+        **({"dbt_tests": dict(verdict["dbt_tests"])} if verdict.get("dbt_tests") else {}),
     }
 
 
@@ -134,7 +139,7 @@ def quarantine_datasets(wh: Warehouse, dag: Mapping[str, Any], run: RunIdentity)
     with wh.transaction():
         for ds in runtime["datasets"]:
             name = str(ds["name"])
-            staging = staging_table(domain, name, run.run_hash)
+            staging = staging_for(str(dag["dag_id"]), runtime, name, run.run_hash)
             if not wh.table_exists(staging):
                 continue
             dest = quarantine_table(domain, name, run.run_hash)

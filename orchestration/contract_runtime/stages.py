@@ -26,7 +26,7 @@ from typing import Any, cast
 from contract_runtime.manifest import ManifestError, find_dag, load_manifest
 from contract_runtime.run import RunIdentity
 from contract_runtime.sqlutil import TableRef
-from contract_runtime.tables import STAGING_SCHEMA, staging_table, target_table
+from contract_runtime.tables import STAGING_SCHEMA, staging_for, target_table
 from contract_runtime.warehouse import Warehouse, open_warehouse
 
 __all__ = [
@@ -155,9 +155,8 @@ class _NonRetryableManifest(NonRetryableError):
 def staging_tables(dag: dict[str, Any], run: RunIdentity) -> dict[str, TableRef]:
     """Dataset name -> staging table of this run, in contract order."""
     runtime = dag["runtime"]
-    return {
-        str(d["name"]): staging_table(str(runtime["domain"]), str(d["name"]), run.run_hash) for d in runtime["datasets"]
-    }
+    contract_id = str(dag["dag_id"])
+    return {str(d["name"]): staging_for(contract_id, runtime, str(d["name"]), run.run_hash) for d in runtime["datasets"]}
 
 
 # ---------------------------------------------------------------------- run cycle
@@ -282,6 +281,7 @@ def audit(
     runtime = dag["runtime"]
     on_failure = runtime["on_failure"]
     staging = staging_tables(dag, run)
+    is_dbt = (runtime.get("producer") or {}).get("type") == "dbt"
     wh = opener(runtime.get("warehouse_conn_id"))
     try:
         naming = lineage_warehouse(wh)
@@ -293,13 +293,23 @@ def audit(
                     f"{contract_id}: staging table {table.dotted} of {ds['name']!r} is missing (did produce run "
                     f"for run {run.run_id!r}?)"
                 )
+        dbt_results: dict[str, list[dict[str, Any]]] = {}
+        dbt_summary: dict[str, dict[str, int]] = {}
+        if is_dbt:
+            dbt_results, dbt_summary = _dbt_tests(manifest_path, manifest, dag, run, wh)
+        for ds in runtime["datasets"]:
+            table = staging[str(ds["name"])]
             try:
                 verdict = evaluate_dataset(wh, table, ds)
             except QualityRuleError as exc:
                 raise _NonRetryableProducer(f"{contract_id}: {exc}") from exc
+            # the dbt tests first, then the contract's own rules: one verdict, one facet
+            verdict.results[:0] = dbt_results.get(str(ds["name"]), [])
             verdicts.append(verdict)
             # the tested dataset is named like publish's output: the target table, not staging
             tested = {**ds, "table": target_table(str(runtime["domain"]), str(ds["name"])).dotted, **naming}
+            if runtime.get("producer", {}).get("type") == "extract":
+                tested["physical"] = _landing_identity(dag)
             _lineage("emit_assertions", manifest, dag, run, tested, verdict.results)
         statuses = [v.status(on_failure) for v in verdicts]
         summary: dict[str, Any] = {
@@ -310,6 +320,9 @@ def audit(
             "quarantine": [],
             "clear_number": run.clear_number,
         }
+        if is_dbt:
+            for entry in summary["datasets"]:
+                entry["dbt_tests"] = dbt_summary.get(str(entry["dataset"]), {})
         blocking = [v for v in verdicts if v.blocking]
         if blocking and on_failure != "warn":
             failed = "; ".join(
@@ -327,6 +340,8 @@ def audit(
             )
             if on_failure == "quarantine":
                 summary["quarantine"] = quarantine_datasets(wh, dag, run)
+                if is_dbt:
+                    _drop_dbt_staging(wh, dag, run)
                 summary["status"] = "quarantined"
                 where = ", ".join(q["table"] for q in summary["quarantine"])
                 raise QualityGateFailed(
@@ -335,6 +350,8 @@ def audit(
                 )
             for table in staging.values():
                 wh.drop_table(table)
+            if is_dbt:
+                _drop_dbt_staging(wh, dag, run)
             summary["status"] = "blocked"
             raise QualityGateFailed(f"{contract_id}: error rules failed, publish blocked: {failed}", summary)
         return summary
@@ -368,34 +385,132 @@ def publish(
     verdicts = {str(d["dataset"]): d for d in audit_summary["datasets"]}
     wh = opener(dag["runtime"].get("warehouse_conn_id"))
     try:
-        try:
-            outputs = publish_datasets(wh, dag, run, verdicts)
-        except PublishError as exc:
-            raise _NonRetryableProducer(str(exc)) from exc
-        naming = lineage_warehouse(wh)
+        if dag["runtime"].get("producer", {}).get("type") == "extract":
+            outputs = _publish_extract(manifest_path, manifest, dag, run, wh, verdicts)
+            naming: dict[str, str] = {}
+        else:
+            try:
+                outputs = publish_datasets(wh, dag, run, verdicts)
+            except PublishError as exc:
+                raise _NonRetryableProducer(str(exc)) from exc
+            if dag["runtime"].get("producer", {}).get("type") == "dbt":
+                _drop_dbt_staging(wh, dag, run)
+            naming = lineage_warehouse(wh)
+            if dag["runtime"].get("producer", {}).get("type") == "load":
+                outputs = [{**o, "source": _load_source(dag, run, wh, o)} for o in outputs]
     finally:
         wh.close()
     _lineage("emit_complete", manifest, dag, run, [_lineage_output(o, naming) for o in outputs])
     return outputs
 
 
+def _dbt_tests(
+    manifest_path: str, manifest: dict[str, Any], dag: dict[str, Any], run: RunIdentity, wh: Warehouse
+) -> tuple[dict[str, list[dict[str, Any]]], dict[str, dict[str, int]]]:
+    """The dbt tests of a ``dbt`` contract's models on staging (:func:`producers.dbt.audit_tests`)."""
+    from contract_runtime.producers import ProducerError
+    from contract_runtime.producers.dbt import DbtTestError, audit_tests
+
+    try:
+        return audit_tests(manifest_path, manifest, dag, run, wh)
+    except (DbtTestError, ProducerError) as exc:
+        raise _NonRetryableProducer(str(exc)) from exc
+
+
+def _drop_dbt_staging(wh: Warehouse, dag: dict[str, Any], run: RunIdentity) -> None:
+    """Drop the run's dbt staging schema (what is left: seeds, unpublished relations)."""
+    from contract_runtime.producers.dbt import drop_staging_schema
+    from contract_runtime.tables import dbt_staging_schema
+
+    drop_staging_schema(wh, dbt_staging_schema(str(dag["dag_id"]), run.run_hash))
+
+
+def _landing_identity(dag: dict[str, Any]) -> dict[str, str] | None:
+    """An extract's dataset in lineage: its declared landing location (as publish names its output)."""
+    try:
+        from contract_runtime.lineage.identity import uri_identity
+
+        located = uri_identity(str(dag["runtime"]["landing"]["uri"]).rstrip("/"))
+    except Exception:  # noqa: BLE001 - lineage must never change the task outcome
+        return None
+    return {"namespace": located[0], "name": located[1]} if located else None
+
+
+def _load_source(dag: dict[str, Any], run: RunIdentity, wh: Warehouse, output: dict[str, Any]) -> dict[str, Any]:
+    """What a load read, for lineage: ``{"asset", "location", "files", "rows"}`` (``_ca_state.objects``).
+
+    ``location`` names the input dataset: ``source.uri`` (the object, prefix or glob read), or the
+    extract's declared landing location; None for the demo's ``sample_data`` (the source Asset's
+    own identity stays).
+    """
+    from contract_runtime.state import run_objects
+
+    runtime = dag["runtime"]
+    source = runtime.get("source") or {}
+    files = run_objects(wh, str(dag["dag_id"]), str(output["dataset"]), run.run_id, "loaded")
+    location: str | None = str(source.get("uri") or "")
+    if source.get("manifest"):
+        location = str(source["manifest"]["uri"])
+    elif runtime.get("sample_data"):
+        location = None
+    return {
+        "asset": str(source.get("name")),
+        "location": location.rstrip("/") if location else None,
+        "files": files,
+        "rows": sum(int(f["rows"] or 0) for f in files),
+    }
+
+
+def _publish_extract(
+    manifest_path: str,
+    manifest: dict[str, Any],
+    dag: dict[str, Any],
+    run: RunIdentity,
+    wh: Warehouse,
+    verdicts: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """Publish an extract: verify its landing files, write the manifest (producers.extract)."""
+    from contract_runtime.producers import ProduceRequest, ProducerError
+    from contract_runtime.producers.extract import publish_manifest
+
+    request = ProduceRequest(
+        manifest_path=manifest_path, manifest=manifest, dag=dag, run=run, warehouse=wh, staging=staging_tables(dag, run)
+    )
+    try:
+        return publish_manifest(request, verdicts)
+    except ProducerError as exc:
+        raise _NonRetryableProducer(str(exc)) from exc
+
+
 def _lineage_output(output: dict[str, Any], naming: dict[str, str]) -> dict[str, Any]:
     keys = ("dataset", "asset", "table", "row_count", "columns", "quality_status", "quarantined")
-    return {**{k: output[k] for k in keys}, **naming}
+    optional = ("manifest_uri", "location", "files", "size_bytes", "source")
+    return {**{k: output[k] for k in keys}, **{k: output[k] for k in optional if k in output}, **naming}
 
 
 def asset_event_extra(output: dict[str, Any], dag: dict[str, Any]) -> dict[str, Any]:
     """The Asset event ``extra`` of one published dataset.
 
-    :returns: ``{"row_count", "quality_status", "failed_rules", "contract_id", "contract_version"}``.
+    :returns: ``{"row_count", "quality_status", "failed_rules", "contract_id", "contract_version"}``;
+        a ``dbt`` producer's dataset adds ``"dbt_tests": {"total", "passed", "failed", "warned"}``
+        (the dbt test summary of its audit);
+        an extract's adds ``"manifest_uri"``, ``"file_count"`` and ``"size_bytes"`` (the load
+        contract reading it lists the manifests itself; these are for people and sensors).
     """
-    return {
+    extra: dict[str, Any] = {
         "row_count": int(output["row_count"]),
         "quality_status": str(output["quality_status"]),
         "failed_rules": list(output.get("failed_rules", [])),
         "contract_id": str(dag["dag_id"]),
         "contract_version": str(dag.get("contract_version", "")),
     }
+    if output.get("dbt_tests"):
+        extra["dbt_tests"] = {k: int(v) for k, v in output["dbt_tests"].items()}
+    if output.get("manifest_uri"):
+        extra["manifest_uri"] = str(output["manifest_uri"])
+        extra["file_count"] = len(output.get("files") or [])
+        extra["size_bytes"] = int(output.get("size_bytes") or 0)
+    return extra
 
 
 # ---------------------------------------------------------------------- failure

@@ -5,6 +5,10 @@
   only in the publish transaction.
 - ``publications``: one row per (contract, dataset, run) that was published, written in the
   publish transaction; a publish retry after a successful swap finds it and does not swap again.
+- ``objects``: one row per object an ingestion run read (``load``) or wrote (``extract``
+  landing files): URI, version (ETag, else ``sha256:<hex>``), size, SHA-256, ETag, rows, run.
+  ``produce`` records them as ``staged``; the publish transaction turns them ``loaded`` (load)
+  or ``published`` (extract). An incremental load skips objects another run already ``loaded``.
 """
 
 from __future__ import annotations
@@ -13,14 +17,18 @@ import datetime
 from typing import Any
 
 from contract_runtime.sqlutil import dialect_of, quote_ident
-from contract_runtime.tables import PUBLICATIONS, STATE_SCHEMA, WATERMARKS
+from contract_runtime.tables import OBJECTS, PUBLICATIONS, STATE_SCHEMA, WATERMARKS
 from contract_runtime.warehouse import Warehouse
 
 __all__ = [
     "ensure_state_tables",
     "get_publication",
     "get_watermark",
+    "loaded_versions",
+    "mark_objects",
+    "record_objects",
     "record_publication",
+    "run_objects",
     "set_watermark",
 ]
 
@@ -39,6 +47,12 @@ def ensure_state_tables(wh: Warehouse) -> None:
         f"create table if not exists {PUBLICATIONS.sql} ("
         "contract_id varchar(250) not null, dataset varchar(250) not null, run_id varchar(250) not null, "
         f"row_count bigint not null, quality_status varchar(20) not null, published_at {ts} not null)"
+    )
+    wh.execute(
+        f"create table if not exists {OBJECTS.sql} ("
+        "contract_id varchar(250) not null, dataset varchar(250) not null, uri varchar(2000) not null, "
+        "version varchar(300) not null, size_bytes bigint not null, sha256 varchar(64), etag varchar(300), "
+        f"row_count bigint, run_id varchar(250) not null, status varchar(20) not null, recorded_at {ts} not null)"
     )
 
 
@@ -97,3 +111,77 @@ def max_as_text(wh: Warehouse, table_sql: str, column: str) -> str | None:
     """``CAST(max(column) AS VARCHAR)`` of a table, the next watermark value."""
     value = wh.scalar(f"select cast(max({quote_ident(column)}) as varchar(1000)) from {table_sql}")
     return None if value is None else str(value)
+
+
+def record_objects(
+    wh: Warehouse, contract_id: str, dataset: str, run_id: str, objects: list[dict[str, Any]]
+) -> None:
+    """Replace the ``staged`` objects of a run by ``objects`` (call in the produce transaction).
+
+    :param objects: ``[{"uri", "version", "size", "sha256", "etag", "rows"}]``.
+    """
+    ensure_state_tables(wh)
+    wh.execute(
+        f"delete from {OBJECTS.sql} where contract_id = ? and dataset = ? and run_id = ? and status = 'staged'",
+        [contract_id, dataset, run_id],
+    )
+    if not objects:
+        return
+    now = datetime.datetime.now(tz=datetime.UTC)
+    rows = [
+        [contract_id, dataset, o["uri"], o["version"], int(o["size"]), o.get("sha256"), o.get("etag"), o.get("rows"),
+         run_id, now]
+        for o in objects
+    ]
+    wh.executemany(
+        f"insert into {OBJECTS.sql} (contract_id, dataset, uri, version, size_bytes, sha256, etag, row_count, "
+        "run_id, status, recorded_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, 'staged', ?)",
+        rows,
+    )
+
+
+def run_objects(wh: Warehouse, contract_id: str, dataset: str, run_id: str, status: str) -> list[dict[str, Any]]:
+    """The objects a run recorded with ``status``, by URI: ``[{"uri", "version", "size", "sha256", "etag", "rows"}]``."""
+    if not wh.table_exists(OBJECTS):
+        return []
+    rows = wh.fetch(
+        f"select uri, version, size_bytes, sha256, etag, row_count from {OBJECTS.sql} "
+        "where contract_id = ? and dataset = ? and run_id = ? and status = ? order by uri",
+        [contract_id, dataset, run_id, status],
+    )
+    return [
+        {"uri": str(r[0]), "version": str(r[1]), "size": int(r[2]), "sha256": r[3], "etag": r[4],
+         "rows": None if r[5] is None else int(r[5])}
+        for r in rows
+    ]
+
+
+def loaded_versions(wh: Warehouse, contract_id: str, dataset: str, *, except_run: str) -> set[tuple[str, str]]:
+    """``(uri, version)`` of every object other runs loaded into a dataset (an incremental load skips them)."""
+    if not wh.table_exists(OBJECTS):
+        return set()
+    rows = wh.fetch(
+        f"select uri, version from {OBJECTS.sql} where contract_id = ? and dataset = ? and status = 'loaded' "
+        "and run_id <> ?",
+        [contract_id, dataset, except_run],
+    )
+    return {(str(r[0]), str(r[1])) for r in rows}
+
+
+def mark_objects(wh: Warehouse, contract_id: str, dataset: str, run_id: str, status: str) -> int:
+    """Turn a run's ``staged`` objects into ``status`` (call inside the publish transaction); returns how many."""
+    if not wh.table_exists(OBJECTS):
+        return 0
+    n = int(
+        wh.scalar(
+            f"select count(*) from {OBJECTS.sql} where contract_id = ? and dataset = ? and run_id = ? "
+            "and status = 'staged'",
+            [contract_id, dataset, run_id],
+        )
+    )
+    wh.execute(
+        f"update {OBJECTS.sql} set status = ? where contract_id = ? and dataset = ? and run_id = ? "
+        "and status = 'staged'",
+        [status, contract_id, dataset, run_id],
+    )
+    return n

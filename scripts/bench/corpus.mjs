@@ -116,6 +116,7 @@ export function buildCorpus({ contracts: n, seed = 20250101 }) {
   };
 
   const files = new Map();
+  const dbtModels = new Map();
   const usedNames = new Map(); // domain -> Set of dataset names (and file names)
   const uniqueName = (domain, base) => {
     const used = usedNames.get(domain) ?? new Set(["external_assets"]);
@@ -232,7 +233,10 @@ export function buildCorpus({ contracts: n, seed = 20250101 }) {
       } else if (ptype === "python") {
         lines.push("  type: python", `  entrypoint: ${domain}_jobs.${datasetNames[0]}:run`);
       } else if (ptype === "dbt") {
-        lines.push("  type: dbt", `  project: dbt/${domain}`, `  select: ${q(`+${datasetNames[0]}`)}`);
+        lines.push("  type: dbt", `  project: dbt/${domain}`, `  select: ${q(datasetNames.join(" "))}`);
+        const models = dbtModels.get(domain) ?? [];
+        models.push(...datasetNames);
+        dbtModels.set(domain, models);
       } else {
         lines.push("  type: command", `  family: ${pick(FAMILIES)}`, `  args: [--select, ${datasetNames[0]}]`);
       }
@@ -348,6 +352,18 @@ export function buildCorpus({ contracts: n, seed = 20250101 }) {
     ...domains.filter((_, i) => i % 5 === 0).map((d) => `  - {match: {domain: ${d}}, retries: ${int(0, 4)}, execution_timeout: PT${int(1, 6)}H}`),
   ];
   files.set("orchestration/airflow/sources/config.yaml", config.join("\n") + "\n");
+  // Each domain's dbt project: a parsed manifest with one model per dbt dataset (no columns or
+  // refs declared, so the compiler's dbt checks find nothing to report).
+  for (const [domain, models] of dbtModels) {
+    const nodes = Object.fromEntries(
+      models.map((name) => [
+        `model.${domain}_models.${name}`,
+        { unique_id: `model.${domain}_models.${name}`, name, resource_type: "model", package_name: `${domain}_models`, original_file_path: `models/${name}.sql`, config: { materialized: "table", tags: [] }, columns: {}, depends_on: { nodes: [], macros: [] } },
+      ]),
+    );
+    const manifest = { metadata: { dbt_schema_version: "https://schemas.getdbt.com/dbt/manifest/v12.json", project_name: `${domain}_models` }, nodes, sources: {} };
+    files.set(`dbt/${domain}/manifest.json`, JSON.stringify(manifest) + "\n");
+  }
   return { files, stats };
 }
 

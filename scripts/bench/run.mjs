@@ -3,7 +3,7 @@
 // Airflow, and the lineage emit hook, each figure printed with its target (issue 6).
 //
 //   node scripts/bench/run.mjs [--out FILE] [--sizes 100,1000,10000] [--seed N] [--quick]
-//                              [--profile] [--no-build] [--skip-airflow] [--skip-runtime] [--keep]
+//                              [--profile] [--no-build] [--skip-airflow] [--skip-runtime] [--skip-dbt] [--keep]
 //
 // Everything runs in a temporary folder (removed at the end unless --keep); the results are
 // written as JSON to --out, or to a file in the system's temporary folder whose path is printed.
@@ -500,6 +500,29 @@ if (flag("--skip-runtime") || !havePython) {
     );
     out(`   by event: ${Object.entries(r.median_by_event_ms).map(([k, v]) => `${k} ${v.toFixed(2)} ms`).join(", ")}; ${r.events_written}/${r.events_expected} events in the file`);
     out(`   target <= 20 ms per event   ${verdict(ok)}`);
+  }
+}
+
+// ------------------------------------------------------------------------------------ dbt
+
+if (flag("--skip-runtime") || flag("--skip-dbt") || !havePython) {
+  out(`\n== dbt producer: skipped (${havePython ? "--skip-runtime / --skip-dbt" : pythonEnvProblem || ".venv missing: npm run setup:python"})`);
+} else {
+  const rounds = flag("--quick") ? 1 : 3;
+  out(`\n== dbt producer: finance.invoices_curated, produce + audit + publish against dbt build --select of the same model run directly (DuckDB, median of ${rounds}, alternating order)`);
+  const dir = path.join(work, "dbt");
+  fs.mkdirSync(dir, { recursive: true });
+  let r;
+  try {
+    r = pythonJson("dbt_overhead.py", [dir, "--rounds", String(rounds)], { ...process.env, AIRFLOW_HOME: path.join(work, "airflow", "home") });
+  } catch (error) {
+    r = { available: false, reason: String(error.message).split("\n").slice(-3).join(" ") };
+  }
+  results.dbt = r;
+  if (!r.available) out(`   not available: ${r.reason}`);
+  else {
+    out(`   dbt build --select directly: ${r.median_direct_s.toFixed(2)} s; our three tasks: ${r.median_ours_s.toFixed(2)} s`);
+    out(`   overhead per model: ${r.overhead_s.toFixed(2)} s (${r.ratio.toFixed(2)}x); rounds direct ${r.direct_s.join(", ")} s, ours ${r.ours_s.join(", ")} s`);
   }
 }
 

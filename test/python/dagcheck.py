@@ -94,13 +94,13 @@ class CompileResult:
 
 
 def copy_project(project_root: Path, dest: Path, orchestration_sources: Path | None = None) -> Path:
-    """Copy a project's inputs (contracts/, sql/, orchestration/airflow/sources/) into dest.
+    """Copy a project's inputs (contracts/, sql/, dbt/, orchestration/airflow/sources/) into dest.
 
     orchestration_sources, when given, replaces the project's own
     orchestration/airflow/sources/ (the handed cases share one in ``_base``).
     """
     dest.mkdir(parents=True, exist_ok=True)
-    for sub in ("contracts", "sql"):
+    for sub in ("contracts", "sql", "dbt"):
         if (project_root / sub).is_dir():
             shutil.copytree(project_root / sub, dest / sub)
     sources = orchestration_sources or project_root / "orchestration" / "airflow" / "sources"

@@ -8,8 +8,8 @@ Setup (once per module):
 - Environment of every Airflow process: ``AIRFLOW__CORE__DAGS_FOLDER=<project>/generated/dags``,
   ``CONTRACT_ASSETS_WAREHOUSE`` = a DuckDB file in the home (no ``warehouse`` connection is
   defined, so the embedded default is used), ``PYTHONPATH=<project>/orchestration/jobs`` for
-  the python producer, ``PATH`` starting with the venv and ``test/python/shims`` (the
-  ``dbt-warehouse-shim`` stand-in for the ``dbt`` command family), and the OpenLineage file
+  the python producer, ``PATH`` starting with the venv, ``CONTRACT_ASSETS_DBT_BIN`` = the
+  repository's ``.venv-dbt/bin`` (real dbt for the four dbt contracts), and the OpenLineage file
   transport into the home (``lineage.jsonl``). The Airflow OpenLineage provider is installed
   (from the lock) and writes its DAG-run and task events to the same file.
 
@@ -18,8 +18,9 @@ manifest's edges) with ``DAG.test()`` in one process, the call ``airflow dags te
 Seeded run: a copy of the project gets a failing ``error`` rule (billing.invoices_raw,
 ``block_publish``; its tasks have ``retries: 2`` from the config defaults), a failing
 ``warning`` rule (crm.accounts_raw) and a failing ``error`` rule under ``quarantine``
-(revrec.monthly); finance.fiscal_calendar gets ``retries: 1`` with a 1 s delay and a shim that
-fails its first call (a transient, retryable failure). The copy is recompiled with the CLI and
+(revrec.monthly); finance.fiscal_calendar (a dbt model) gets ``retries: 1`` with a 1 s delay and
+a dbt stand-in (``test/python/shims/dbt-fail-once``) whose first call fails without results (a
+transient, retryable failure) before it hands over to the real dbt. The copy is recompiled with the CLI and
 run on a copy of the main run's warehouse; the blocked DAG goes through the real ``airflow dags
 test`` command.
 
@@ -49,13 +50,16 @@ from lineage_testkit import check_run_cycle, read_events, requires_spec, validat
 
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
-SHIMS = Path(__file__).resolve().parent / "shims"
+DBT_BIN = REPO / ".venv-dbt" / "bin"
+DBT_FAIL_ONCE_BIN = Path(__file__).resolve().parent / "shims" / "dbt-fail-once"
 LOCALRUN = REPO / "scripts" / "localrun.py"
 LOGICAL_DATE = "2026-04-15T00:00:00+00:00"
-TIMEOUT = 900
+TIMEOUT = 1800
 
 #: Rows each published table holds after the main run, from the bundled sample data.
 EXPECTED_ROWS = {
+    "billing.adjustments_extract": 3,
+    "billing.adjustments_raw": 3,
     "billing.credit_notes_raw": 20,
     "billing.invoice_lines_raw": 49,
     "billing.invoices_raw": 38,
@@ -70,6 +74,8 @@ EXPECTED_ROWS = {
     "revrec.deferred_revenue_balance": 77,
     "revrec.close_summary": 23,
 }
+#: Assets whose dataset is an extract's manifest in (local stand-in) object storage, not a table.
+EXTRACTS = {"billing.adjustments_extract"}
 
 
 # ---------------------------------------------------------------------- helpers
@@ -86,7 +92,8 @@ def airflow_env(home: Path, project: Path, **extra: str) -> dict[str, str]:
         # The bundled config names warehouse_conn_id "warehouse": a named Connection must exist.
         AIRFLOW_CONN_WAREHOUSE=f"duckdb://{home / 'warehouse.duckdb'}",
         PYTHONPATH=str(project / "orchestration" / "jobs"),
-        PATH=os.pathsep.join([str(VENV_BIN), str(SHIMS), os.environ.get("PATH", "")]),
+        PATH=os.pathsep.join([str(VENV_BIN), os.environ.get("PATH", "")]),
+        CONTRACT_ASSETS_DBT_BIN=str(DBT_BIN),
         OPENLINEAGE__TRANSPORT__TYPE="file",
         OPENLINEAGE__TRANSPORT__LOG_FILE_PATH=str(home / "lineage.jsonl"),
         OPENLINEAGE__TRANSPORT__APPEND="true",
@@ -234,7 +241,7 @@ RETRY_OVERRIDE = "  - match: {contract: finance.fiscal_calendar}\n    retries: 1
 def seed_project(dest: Path) -> None:
     """Copy the project's inputs to ``dest``, add one failing rule to three contracts and a retry
     to finance.fiscal_calendar."""
-    for part in ("contracts", "sql", "orchestration/airflow", "orchestration/sample_data", "orchestration/jobs"):
+    for part in ("contracts", "sql", "dbt", "orchestration/airflow", "orchestration/sample_data", "orchestration/jobs"):
         shutil.copytree(REPO / part, dest / part, ignore=shutil.ignore_patterns("__pycache__"))
     for rel, rule in SEEDS.items():
         path = dest / rel
@@ -272,7 +279,11 @@ def seeded_run(workdir: Path, template_db: Path, main_run: dict[str, Any]) -> di
         "crm.accounts_raw",
         "finance.fiscal_calendar",
         "revrec.monthly",
-        env={"SHIM_FAIL_ONCE": str(home / "shim-failed-once")},
+        env={
+            "CONTRACT_ASSETS_DBT_BIN": str(DBT_FAIL_ONCE_BIN),
+            "DBT_REAL_BIN": str(DBT_BIN),
+            "DBT_FAIL_ONCE": str(home / "dbt-failed-once"),
+        },
     )
     cli = subprocess.run(
         [str(VENV_BIN / "airflow"), "dags", "test", "billing.invoices_raw", LOGICAL_DATE],
@@ -311,6 +322,8 @@ def test_published_tables_and_row_counts(main_run: dict[str, Any], manifest: dic
     produced = sorted(a["name"] for a in manifest["assets"] if a["producer"])
     assert produced == sorted(EXPECTED_ROWS)
     for table, count in EXPECTED_ROWS.items():
+        if table in EXTRACTS:
+            continue
         rows = table_rows(main_run["warehouse"], table)
         assert rows is not None, f"{table} was not published"
         assert len(rows) == count, table
@@ -324,7 +337,7 @@ def test_published_tables_and_row_counts(main_run: dict[str, Any], manifest: dic
     assert tables_in(main_run["warehouse"], "_ca_staging") == {}
     assert tables_in(main_run["warehouse"], "_ca_quarantine") == {}
     watermarks = tables_in(main_run["warehouse"], "_ca_state")
-    assert set(watermarks) == {"watermarks", "publications"} and watermarks["watermarks"] == 3
+    assert set(watermarks) == {"watermarks", "publications", "objects"} and watermarks["watermarks"] == 4
 
 
 def test_one_asset_event_per_published_dataset(main_run: dict[str, Any], manifest: dict[str, Any]) -> None:
@@ -336,7 +349,14 @@ def test_one_asset_event_per_published_dataset(main_run: dict[str, Any], manifes
         dag = dags[ev["dag_id"]]
         assert ev["task_id"] == "publish" and ev["asset"] in dag["outlets"]
         extra = ev["extra"]
-        assert set(extra) == {"row_count", "quality_status", "failed_rules", "contract_id", "contract_version"}
+        manifest_keys = {"manifest_uri", "file_count", "size_bytes"} if ev["asset"] in EXTRACTS else set()
+        keys = {"row_count", "quality_status", "failed_rules", "contract_id", "contract_version"} | manifest_keys
+        if dag["runtime"]["producer"]["type"] == "dbt":  # the dbt test summary of the audit
+            assert set(extra) == keys | {"dbt_tests"}
+            tests = extra["dbt_tests"]
+            assert tests["total"] > 0 and tests["passed"] == tests["total"], (ev["asset"], tests)
+        else:
+            assert set(extra) == keys
         assert extra["row_count"] == EXPECTED_ROWS[ev["asset"]]
         assert extra["contract_id"] == dag["dag_id"] and extra["contract_version"] == dag["contract_version"]
         assert extra["quality_status"] in ("passed", "degraded")
@@ -350,16 +370,42 @@ def test_one_asset_event_per_published_dataset(main_run: dict[str, Any], manifes
     assert balance["quality_status"] == "degraded" and balance["failed_rules"] == ["no_unbilled_revenue"]
 
 
+def test_extract_manifest_feeds_the_load(main_run: dict[str, Any]) -> None:
+    """The bundled extract → manifest event → load → publish chain, from the bundled data."""
+    import hashlib
+    import urllib.parse
+
+    event = next(e for e in main_run["events"] if e["asset"] == "billing.adjustments_extract")
+    uri = event["extra"]["manifest_uri"]
+    assert uri.startswith("file://") and uri.endswith("/_manifest.json") and "/object-store/s3/acme-billing-landing/" in uri
+    listed = json.loads(Path(urllib.parse.unquote(urllib.parse.urlsplit(uri).path)).read_text(encoding="utf-8"))
+    assert listed["row_count"] == 3 and event["extra"]["file_count"] == len(listed["files"]) == 1
+    for f in listed["files"]:
+        data = Path(urllib.parse.unquote(urllib.parse.urlsplit(f["uri"]).path)).read_bytes()
+        assert hashlib.sha256(data).hexdigest() == f["sha256"] and len(data) == f["size"]
+    loaded = table_rows(main_run["warehouse"], "billing.adjustments_raw")
+    assert loaded is not None and sorted(r[0] for r in loaded) == ["ADJ-9001", "ADJ-9002", "ADJ-9003"]
+    # the load ran after the event, in the same run order
+    order = main_run["result"]["order"]
+    assert order.index("billing.adjustments_extract") < order.index("billing.adjustments_raw")
+
+
 def test_audit_verdict_is_in_xcom(main_run: dict[str, Any]) -> None:
     verdict = xcom_value(main_run["home"], "finance.billings_by_contract", "audit", "quality")
     assert verdict["status"] == "passed"
+    # a dbt model: its dbt tests (schema.yml) first, then the contract's own rules
     assert [r["name"] for r in verdict["datasets"][0]["results"]] == [
+        "not_null_billings_by_contract_billing_month",
+        "not_null_billings_by_contract_contract_id",
+        "not_null_billings_by_contract_net_billed_amount_eur",
+        "relationships_billings_by_contract_contract_id__contract_id__ref_contracts_curated_",
         "nullValues_contract_id",
         "every_month_converted",
         "one_row_per_contract_month",
         "credits_within_billings",
         "rowCount",
     ]
+    assert verdict["datasets"][0]["dbt_tests"] == {"total": 4, "passed": 4, "failed": 0, "warned": 0}
 
 
 # ---------------------------------------------------------------------- seeded failures
@@ -444,15 +490,24 @@ LOCALRUN_MODULE = _load_localrun()
 #: task events), and fiscal_calendar's produce runs twice (try 1 fails, try 2 succeeds).
 EXPECTED_LINEAGE_COUNTS: dict[str, dict[str, dict[str, int]]] = {
     "main": {
-        "contract-assets": {"START": 12, "OTHER": 13, "COMPLETE": 12},
-        "provider DAG run": {"COMPLETE": 12},
-        "provider task": {"START": 36, "COMPLETE": 36},
+        "contract-assets": {"START": 14, "OTHER": 15, "COMPLETE": 14},
+        "provider DAG run": {"COMPLETE": 14},
+        "provider task": {"START": 42, "COMPLETE": 42},
     },
     "seeded": {
         "contract-assets": {"START": 4, "OTHER": 5, "COMPLETE": 2, "FAIL": 2},
         "provider DAG run": {"COMPLETE": 2, "FAIL": 2},
         "provider task": {"START": 11, "COMPLETE": 8, "FAIL": 3},
     },
+}
+
+
+#: dbt calls of the dbt contracts, each one wrapping run of dbt-ol: main, four contracts with
+#: ``dbt run`` and ``dbt test`` each, plus ``dbt seed`` for the fiscal calendar; seeded, the fiscal
+#: calendar's second try (its first fails before dbt-ol starts).
+EXPECTED_DBT_CALLS: dict[str, dict[str, int]] = {
+    "main": {"START": 9, "COMPLETE": 9},
+    "seeded": {"START": 3, "COMPLETE": 3},
 }
 
 
@@ -548,12 +603,22 @@ def check_dag_run_lineage(
     expected = {
         d["asset"]: warehouse_identity(home, f"{domain}.{d['name']}") for d in dag["runtime"]["datasets"]
     }
+    if dag["runtime"].get("mode") == "extract":
+        # an extract's dataset is its landing location (s3://bucket + key prefix), not a table
+        landing = dag["runtime"]["landing"]["uri"]
+        bucket, _, key = landing.removeprefix("s3://").partition("/")
+        expected = {d["asset"]: (f"s3://{bucket}", key) for d in dag["runtime"]["datasets"]}
     tested = {}
+    is_dbt = dag["runtime"]["producer"]["type"] == "dbt"
     for event in (e for e in ours if e["eventType"] == "OTHER"):
         (dataset,) = event["inputs"]
         rules = [a["name"] for a in dataset["inputFacets"]["dataQualityAssertions"]["assertions"]]
         declared = next(d for d in dag["runtime"]["datasets"] if d["asset"] == asset_of(dataset))
-        assert rules == [q["name"] for q in declared["quality"]]
+        own = [q["name"] for q in declared["quality"]]
+        if is_dbt:  # the model's dbt tests first, then the contract's own rules
+            assert len(rules) > len(own) and rules[len(rules) - len(own):] == own, rules
+        else:
+            assert rules == own
         tested[asset_of(dataset)] = (dataset["namespace"], dataset["name"])
     assert tested == expected
     if terminal == "COMPLETE":
@@ -572,6 +637,32 @@ def failed_assertions(events: list[dict[str, Any]]) -> list[tuple[str, bool]]:
     ]
 
 
+def official_facets_only(event: dict[str, Any]) -> dict[str, Any]:
+    """A dbt-ol event without the facets whose schema is openlineage-dbt's own (``dbt_version``,
+    ``dbt_run``: not in the spec copy), so the rest is checked like every other event."""
+    from lineage_testkit import spec_registry
+
+    registry = spec_registry()
+
+    def known(facet: Any) -> bool:
+        try:
+            registry.contents(str(facet.get("_schemaURL", "")).partition("#")[0])
+        except Exception:  # noqa: BLE001 - an unknown document: a facet of openlineage-dbt's own
+            return False
+        return True
+
+    copy = json.loads(json.dumps(event))
+    for owner, field in (("run", "facets"), ("job", "facets")):
+        facets = copy.get(owner, {}).get(field) or {}
+        copy[owner][field] = {k: v for k, v in facets.items() if known(v)}
+    for side in ("inputs", "outputs"):
+        for dataset in copy.get(side, []):
+            for field in ("facets", "inputFacets", "outputFacets"):
+                if field in dataset:
+                    dataset[field] = {k: v for k, v in (dataset[field] or {}).items() if known(v)}
+    return copy
+
+
 @requires_spec
 def test_every_lineage_event_is_spec_valid(main_run: dict[str, Any], seeded_run: dict[str, Any]) -> None:
     """Every event in both homes, ours and the provider's, validates against the spec copy, and
@@ -581,6 +672,8 @@ def test_every_lineage_event_is_spec_valid(main_run: dict[str, Any], seeded_run:
         events = lineage_events(run["home"])
         assert events, f"no lineage events in {run['home']}"
         for event in events:
+            if LOCALRUN_MODULE.emitter_of(event) == "dbt-ol":
+                event = official_facets_only(event)
             for where in validate_event(event, allow_generic_facets=not is_ours(event)):
                 generic[where.rsplit(".", 1)[-1]] += 1
     # only the provider's Airflow facets name a core base definition (RunFacet) as their schema
@@ -634,7 +727,7 @@ def test_lineage_of_the_seeded_runs(seeded_run: dict[str, Any], manifest: dict[s
     produce = task_tries(home, "finance.fiscal_calendar")["produce"]
     assert produce["try_number"] == 2 and produce["state"] == "success", produce
     assert [n for n, _ in produce["earlier"]] == [1] and produce["earlier"][0][1] != "success", produce
-    assert (home / "shim-failed-once").exists()
+    assert (home / "dbt-failed-once").exists()
     provider_produce = [
         e["eventType"]
         for e in events
@@ -661,4 +754,32 @@ def test_lineage_event_counts(
             kinds = ", ".join(f"{t} {counts[t]}" for t in LOCALRUN_MODULE.EVENT_TYPES if t in counts)
             lines.append(f"e2e lineage, {name} run, {emitter}: {kinds}")
     terminal_summary.extend(lines)
+    # dbt-ol's events: one wrapping run (START, COMPLETE) per dbt call, and node events inside;
+    # how many nodes dbt-ol reports is openlineage-dbt's business, the wrapping runs are ours
+    for name, run in (("main", main_run), ("seeded", seeded_run)):
+        observed[name].pop("dbt-ol", None)
+        wrappers = Counter(
+            e["eventType"]
+            for e in lineage_events(run["home"])
+            if LOCALRUN_MODULE.emitter_of(e) == "dbt-ol" and e["job"]["name"].startswith("dbt-run-")
+        )
+        assert dict(wrappers) == EXPECTED_DBT_CALLS[name], (name, wrappers)
     assert observed == EXPECTED_LINEAGE_COUNTS, "\n".join(lines)
+
+
+def test_dbt_lineage_nests_under_the_contract_runs(main_run: dict[str, Any], manifest: dict[str, Any]) -> None:
+    """Every dbt-ol event has the contract run as its root, and each wrapping dbt run the
+    contract run as its parent (job ``<namespace>.<domain>`` / the contract id)."""
+    events = lineage_events(main_run["home"])
+    ours = {e["run"]["runId"]: e["job"]["name"] for e in events if is_ours(e)}
+    dbt_events = [e for e in events if LOCALRUN_MODULE.emitter_of(e) == "dbt-ol"]
+    dbt_contracts = {d["dag_id"] for d in manifest["dags"] if d["runtime"]["producer"]["type"] == "dbt"}
+    assert dbt_events
+    parents = set()
+    for event in dbt_events:
+        parent = event["run"]["facets"]["parent"]
+        assert parent["root"]["run"]["runId"] in ours, event["job"]["name"]
+        if event["job"]["name"].startswith("dbt-run-"):
+            assert parent["job"]["name"] == ours[parent["run"]["runId"]]
+            parents.add(parent["job"]["name"])
+    assert parents == dbt_contracts

@@ -483,6 +483,16 @@ def test_custom_facet_schemas_are_laid_out_like_the_official_ones() -> None:
             "RunFacet",
             F.ContractAssetsShrinkRunFacet,
         ),
+        "ContractAssetsFilesInputDatasetFacet.json": (
+            "contractAssets_files",
+            "InputDatasetFacet",
+            F.ContractAssetsFilesInputDatasetFacet,
+        ),
+        "ContractAssetsFilesOutputDatasetFacet.json": (
+            "contractAssets_files",
+            "OutputDatasetFacet",
+            F.ContractAssetsFilesOutputDatasetFacet,
+        ),
     }
     assert sorted(p.name for p in CUSTOM_FACETS_DIR.glob("*.json")) == sorted(expected)
     for file_name, (key, base, cls) in expected.items():

@@ -105,6 +105,6 @@ def test_a_damaged_manifest_fails_the_read_with_the_path_of_the_field(tmp_path: 
     problem = schema_problem(bad)
     assert problem is not None and problem.startswith(f"/dags/{i}/runtime/datasets/0/schema/properties/0/physicalType ")
     bad = copy.deepcopy(data)
-    bad["dags"][i]["runtime"]["producer"]["type"] = "dbt"
+    bad["dags"][i]["runtime"]["producer"]["type"] = "spark"
     problem = schema_problem(bad)
-    assert problem is not None and problem.startswith(f"/dags/{i}/runtime/producer/type ") and "'dbt' is not one of" in problem
+    assert problem is not None and problem.startswith(f"/dags/{i}/runtime/producer/type ") and "'spark' is not one of" in problem

@@ -1,6 +1,6 @@
 """The warehouse through a common-sql connection, against a real PostgreSQL server.
 
-The fixture starts a throw-away server with ``livestack.PostgresServer`` (the live stack's):
+The fixture starts a throw-away server with ``servers.postgres_server`` (``livestack.PostgresServer``):
 ``initdb`` into a temporary folder and ``pg_ctl start`` on 127.0.0.1 and a free port (as the
 ``postgres`` system user via ``runuser`` when the tests run as root, since PostgreSQL refuses to
 run as root), and stops it at the end. It never assumes a
@@ -13,8 +13,6 @@ The Airflow connection is given as ``AIRFLOW_CONN_CA_PG_TEST`` (conn_type ``post
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -26,25 +24,16 @@ from contract_runtime.quality import evaluate_rule
 from contract_runtime.sqlutil import TableRef, quote_ident
 from contract_runtime.state import get_watermark
 from contract_runtime.warehouse import DbApiWarehouse, Warehouse, open_warehouse
-from livestack import PostgresServer, StackUnavailable
 from runtime_support import dag_entry, run_identity, write_manifest
+from servers import postgres_server
 
 CONN_ID = "ca_pg_test"
 
 
 @pytest.fixture(scope="module")
 def pg_server() -> Iterator[dict[str, Any]]:
-    server = PostgresServer(Path(tempfile.mkdtemp(prefix="ca-pg-")))
-    try:
-        server.start()
-    except StackUnavailable as exc:
-        shutil.rmtree(server.base, ignore_errors=True)
-        pytest.skip(str(exc))
-    try:
-        yield {"uri": server.uri(), "port": server.port}
-    finally:
-        server.stop()
-        shutil.rmtree(server.base, ignore_errors=True)
+    with postgres_server() as server:
+        yield server
 
 
 @pytest.fixture

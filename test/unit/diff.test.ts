@@ -122,6 +122,11 @@ describe("diff", () => {
       .replace(/\n\s+- \{name: contract_id, logicalType: string[^\n]*/, "")
       .replace(/\n\s+- \{metric: nullValues, column: contract_id[^\n]*/, "");
     fs.writeFileSync(file, edited);
+    // billings_by_contract is a dbt model: its declared columns must follow the contract (CA4408)
+    const dbtManifest = path.join(root, "dbt", "finance", "manifest.json");
+    const parsed = JSON.parse(fs.readFileSync(dbtManifest, "utf8"));
+    delete parsed.nodes["model.finance_models.billings_by_contract"].columns.contract_id;
+    fs.writeFileSync(dbtManifest, JSON.stringify(parsed));
     const r = cli(["compile", "--diff", "--root", root]);
     expect(r.stderr).toMatch(/contracts\/finance\/billings_by_contract\.yaml:4:10: error CA7701: the contract "finance\.billings_by_contract" makes a breaking change under version 1\.2\.0 \(was 1\.2\.0\): PROPERTY_REMOVED: the property "contract_id" of "finance\.billings_by_contract" is removed; a breaking change needs a major version \(2\.0\.0\)/);
     expect(r.stderr).toMatch(/contracts\/revrec\/monthly\.yaml:21:13: error CA7001: breaking change CONSUMER_PINNED_SCHEMA_CHANGED: the schema of "finance\.billings_by_contract" changed under version 1 \("contract_id" removed\) but "revrec\.monthly" pins that version/);

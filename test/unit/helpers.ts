@@ -15,7 +15,7 @@ export function cli(args: string[], cwd = REPO): { status: number; stdout: strin
 /** A temporary copy of the bundled project (contracts, SQL, orchestration config). */
 export function copyBundledProject(): string {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), "ca-project-"));
-  for (const part of ["contracts", "sql", path.join("orchestration", "airflow", "sources")]) {
+  for (const part of ["contracts", "sql", "dbt", path.join("orchestration", "airflow", "sources")]) {
     fs.cpSync(path.join(REPO, part), path.join(root, part), { recursive: true });
   }
   return root;

@@ -64,7 +64,7 @@ describe("manifest schema", () => {
     delete dag.runtime.datasets[0]!.schema.properties[0]!.physicalType;
     (dag.runtime as Record<string, unknown>).surprise = 1;
     expect(checkManifest(bundled).problem).toBe(`/dags/${i}/runtime: must NOT have unevaluated properties ("surprise")`);
-    dag.runtime.producer.type = "dbt";
+    dag.runtime.producer.type = "spark";
     expect(checkManifest(bundled).problem).toMatch(new RegExp(`^/dags/${i}/runtime/producer/type: must be equal to one of the allowed values`));
   });
 
@@ -101,9 +101,10 @@ describe("manifest schema", () => {
       definitions: { property: { properties: { logicalType: unknown; physicalType: { pattern: string } } } };
     };
     const manifestProducers = enumOf((defs.DagRuntime!.properties as { producer: { properties: { type: unknown } } }).producer.properties.type) as string[];
-    // Producer types: the contract schema's, less those ImplementedProducerRule refuses, plus the ingestion loader.
+    // Producer types: the contract schema's, less those ImplementedProducerRule refuses, plus the ingestion modes.
     const accepted = (enumOf(contract.properties.producer.properties.type) as string[]).filter((t) => RUNTIME_PRODUCER_TYPES.includes(t));
-    expect([...accepted, "load"].sort()).toEqual([...manifestProducers].sort());
+    const ingestion = JSON.parse(fs.readFileSync(path.join(REPO, "compiler", "schemas", "v1", "ingestion-contract.schema.json"), "utf8")) as { properties: { mode: unknown } };
+    expect([...accepted, ...(enumOf(ingestion.properties.mode) as string[])].sort()).toEqual([...manifestProducers].sort());
     expect(enumOf(common.definitions.property.properties.logicalType)).toEqual(enumOf(defs.LogicalType));
     expect([...LOGICAL_TYPES]).toEqual(enumOf(defs.LogicalType));
     expect(common.definitions.property.properties.physicalType.pattern).toBe((defs.Property!.properties as { physicalType: { pattern: string } }).physicalType.pattern);

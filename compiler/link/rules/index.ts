@@ -1,3 +1,4 @@
+import { ConsistentDbtProjectRule } from "./ConsistentDbtProjectRule.js";
 import { ConsistentExternalAssetRule } from "./ConsistentExternalAssetRule.js";
 import { ExistingProducerFileRule } from "./ExistingProducerFileRule.js";
 import { KnownOverrideTargetRule } from "./KnownOverrideTargetRule.js";
@@ -7,6 +8,7 @@ import { KnownUpstreamRule } from "./KnownUpstreamRule.js";
 import { LiveUpstreamRule } from "./LiveUpstreamRule.js";
 import { MatchingSchemaVersionRule } from "./MatchingSchemaVersionRule.js";
 import type { LinkRule } from "./rule.js";
+import { TriggeredLoadRule } from "./TriggeredLoadRule.js";
 import { UniqueAssetNameRule } from "./UniqueAssetNameRule.js";
 import { UniqueAssetUriRule } from "./UniqueAssetUriRule.js";
 import { UniqueConfigKeyRule } from "./UniqueConfigKeyRule.js";
@@ -23,9 +25,11 @@ export const LINK_RULES: readonly LinkRule[] = [
   ConsistentExternalAssetRule,
   KnownProducerFamilyRule,
   ExistingProducerFileRule,
+  ConsistentDbtProjectRule,
   KnownScheduleRefRule,
   KnownUpstreamRule,
   LiveUpstreamRule,
   MatchingSchemaVersionRule,
   KnownOverrideTargetRule,
+  TriggeredLoadRule,
 ];

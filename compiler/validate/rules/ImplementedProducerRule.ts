@@ -5,12 +5,13 @@ import type { DocumentRule } from "./rule.js";
  * The transform producer types `contract_runtime` implements (`contract_runtime.producers`), in
  * the manifest schema's `DagRuntime` union; `test/python/test_manifest_schema.py` pins them equal.
  */
-export const RUNTIME_PRODUCER_TYPES: readonly string[] = ["command", "python", "sql"];
+export const RUNTIME_PRODUCER_TYPES: readonly string[] = ["command", "dbt", "python", "sql"];
 
 /**
- * A transform's producer type is one the runtime implements. Why: the contract schema knows
- * `dbt`, but `contract_runtime` has no dbt producer yet, so such a contract would compile and
- * then fail every run; a field the compiler accepts must run.
+ * A transform's producer type is one the runtime implements. Why: a producer type the contract
+ * schema knows but `contract_runtime` does not would compile and then fail every run; a field the
+ * compiler accepts must run. (Every type the schema knows is implemented since the dbt producer,
+ * ADR 0012; the rule stays for the next one.)
  */
 export const ImplementedProducerRule: DocumentRule = {
   name: "ImplementedProducerRule",

@@ -32,6 +32,8 @@ export const TriggerShapeRule: DocumentRule = {
     }
     const timed = trigger?.cron !== undefined || trigger?.schedule_ref !== undefined;
     if (triggering.length === 0 && !timed) {
+      // A load whose source is an extract's dataset is triggered by it: link knows (TriggeredLoadRule).
+      if (document.kind === "IngestionContract" && document.mode === "load" && trigger === undefined) return;
       context.report(createDiagnostic(Diagnostics.NoTrigger, {}, context.source.locate(trigger ? ["trigger"] : ["id"])));
       return;
     }

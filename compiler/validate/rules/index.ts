@@ -3,6 +3,7 @@ import { DagTagRule } from "./DagTagRule.js";
 import { IdDomainRule } from "./IdDomainRule.js";
 import { KnownPlaceholderRule } from "./KnownPlaceholderRule.js";
 import { ImplementedProducerRule } from "./ImplementedProducerRule.js";
+import { IngestionModeShapeRule } from "./IngestionModeShapeRule.js";
 import { NestingDepthRule } from "./NestingDepthRule.js";
 import { PiiLegalBasisRule } from "./PiiLegalBasisRule.js";
 import { ProjectPathRule } from "./ProjectPathRule.js";
@@ -34,6 +35,7 @@ export const DOCUMENT_RULES: readonly DocumentRule[] = [
   CredentialInTextRule,
   NestingDepthRule,
   ImplementedProducerRule,
+  IngestionModeShapeRule,
   KnownPlaceholderRule,
   TemplateFreeTextRule,
 ];

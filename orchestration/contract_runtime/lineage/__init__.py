@@ -28,16 +28,23 @@ from contract_runtime.lineage.events import (
     assertions_event,
     complete_event,
     fail_event,
+    job_name,
+    job_namespace,
     start_event,
 )
 from contract_runtime.lineage.identity import (
     duckdb_warehouse_namespace,
     sql_warehouse_namespace,
 )
-from contract_runtime.lineage.runid import RunIdentityLike, dag_run_id
+from contract_runtime.lineage.runid import (
+    RunIdentityLike,
+    dag_run_id,
+    provider_namespace,
+)
 from contract_runtime.lineage.transport import lineage_disabled, log, one_line, send
 
 __all__ = [
+    "child_parent",
     "dag_run_id",
     "duckdb_warehouse_namespace",
     "emit_assertions",
@@ -125,3 +132,25 @@ def emit_fail(
     :param task_id: The task that failed.
     """
     _emit("FAIL", dag, lambda: fail_event(manifest, dag, run, error, task_id), run)
+
+
+def child_parent(manifest: dict[str, Any], dag: dict[str, Any], run: RunIdentityLike) -> dict[str, str] | None:
+    """The contract run as the parent of another integration's events (dbt-ol), or None when
+    lineage is switched off.
+
+    :returns: ``{"namespace", "name", "run_id"}`` of the contract run (the job and runId of the
+        events this package sends) and ``{"root_namespace", "root_name", "root_run_id"}`` of its
+        root, the Airflow DAG run as the provider names it (the ``root`` of the contract run's own
+        ``parent`` facet), so a backend stitches DAG run -> contract run -> dbt run -> model.
+    """
+    if lineage_disabled():
+        return None
+    run_id = dag_run_id(run)
+    return {
+        "namespace": job_namespace(manifest, dag),
+        "name": job_name(dag),
+        "run_id": run_id,
+        "root_namespace": provider_namespace(),
+        "root_name": str(dag["dag_id"]),
+        "root_run_id": run_id,
+    }

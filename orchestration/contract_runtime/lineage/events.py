@@ -8,8 +8,10 @@ event      sent by                datasets
 START      ``produce``, 1st try   none
 OTHER      ``audit``              the tested dataset as input, ``dataQualityAssertions`` in its
                                   ``inputFacets``
-COMPLETE   ``publish``            inputs: the DAG's inlets; outputs: each published dataset with
-                                  ``schema``, ``outputStatistics``, ``symlinks``
+COMPLETE   ``publish``            inputs: the DAG's inlets (an ingestion source with
+                                  ``inputStatistics`` and ``contractAssets_files``); outputs: each
+                                  published dataset with ``schema``, ``outputStatistics``,
+                                  ``symlinks`` (an extract's landing files: ``contractAssets_files``)
 FAIL       final failure of any   none: nothing was published (the OTHER event already named the
            task                   failing rules)
 =========  =====================  ==================================================================
@@ -41,6 +43,7 @@ from contract_runtime.lineage.identity import (
     asset_symlink,
     dataset_identity,
     upstream_identity,
+    uri_identity,
 )
 from contract_runtime.lineage.runid import (
     RunIdentityLike,
@@ -237,7 +240,8 @@ def complete_event(
             located["physical"] = entry["physical"]
         if not quarantined and entry.get("uri"):
             located["uri"] = entry["uri"]
-        namespace, name = dataset_identity(lineage_namespace, located)
+        written = output.get("location") and uri_identity(str(output["location"]))
+        namespace, name = written or dataset_identity(lineage_namespace, located)
         dataset_facets: dict[str, Any] = {
             "schema": F.schema_facet(output.get("columns") or [])
         }
@@ -254,17 +258,21 @@ def complete_event(
                 namespace=namespace,
                 name=name,
                 facets=dataset_facets,
-                outputFacets={
-                    "outputStatistics": F.output_statistics_facet(
-                        int(output["row_count"])
-                    )
-                },
+                outputFacets=_output_facets(output),
             )
         )
     assets = {str(a["name"]): a for a in manifest.get("assets", [])}
     input_datasets = []
+    read = {
+        str(o["source"]["asset"]): o["source"]
+        for o in outputs
+        if isinstance(o.get("source"), Mapping)
+    }
     for asset_name in dag.get("inlets", []):
         namespace, name = upstream_identity(manifest, str(asset_name), warehouse)
+        source = read.get(str(asset_name))
+        if source and source.get("location"):
+            namespace, name = uri_identity(str(source["location"])) or (namespace, name)
         uri = assets.get(str(asset_name), {}).get("uri")
         input_datasets.append(
             InputDataset(
@@ -275,7 +283,8 @@ def complete_event(
                         [asset_symlink(lineage_namespace, str(asset_name), uri)]
                     )
                 },
-                inputFacets=None,  # the client's default {} would be serialised as an empty map
+                # the client's default {} would be serialised as an empty map
+                inputFacets=_input_facets(source) if source else None,
             )
         )
     return _event(
@@ -287,6 +296,32 @@ def complete_event(
         outputs=output_datasets,
         event_time=event_time,
     )
+
+
+def _output_facets(output: Mapping[str, Any]) -> dict[str, Any]:
+    """``outputStatistics`` (rows; bytes and files for an extract) and an extract's file list."""
+    files = output.get("files")
+    if not isinstance(files, list):
+        return {"outputStatistics": F.output_statistics_facet(int(output["row_count"]))}
+    return {
+        "outputStatistics": F.output_statistics_facet(
+            int(output["row_count"]), int(output.get("size_bytes") or 0), len(files)
+        ),
+        "contractAssets_files": F.files_output_facet(files, output.get("manifest_uri")),
+    }
+
+
+def _input_facets(source: Mapping[str, Any]) -> dict[str, Any]:
+    """``inputStatistics`` and ``contractAssets_files`` of what an ingestion run read."""
+    files = list(source.get("files") or [])
+    if not files:  # a database table: rows only
+        return {"inputStatistics": F.input_statistics_facet(int(source.get("rows") or 0))}
+    return {
+        "inputStatistics": F.input_statistics_facet(
+            int(source.get("rows") or 0), sum(int(f["size"]) for f in files), len(files)
+        ),
+        "contractAssets_files": F.files_input_facet(files),
+    }
 
 
 def fail_event(

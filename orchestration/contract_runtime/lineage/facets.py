@@ -21,11 +21,14 @@ from typing import Any
 
 import attr
 from openlineage.client.facet_v2 import (
+    InputDatasetFacet,
     JobFacet,
+    OutputDatasetFacet,
     RunFacet,
     data_quality_assertions_dataset,
     documentation_job,
     error_message_run,
+    input_statistics_input_dataset,
     job_type_job,
     output_statistics_output_dataset,
     ownership_job,
@@ -41,12 +44,17 @@ __all__ = [
     "INTEGRATION",
     "PRODUCER",
     "SCHEMA_BASE_URL",
+    "ContractAssetsFilesInputDatasetFacet",
+    "ContractAssetsFilesOutputDatasetFacet",
     "ContractAssetsProcessingJobFacet",
     "ContractAssetsProvenanceRunFacet",
     "ContractAssetsShrinkRunFacet",
     "assertions_facet",
     "documentation_facet",
     "error_message_facet",
+    "files_input_facet",
+    "files_output_facet",
+    "input_statistics_facet",
     "job_type_facet",
     "output_statistics_facet",
     "ownership_facet",
@@ -122,6 +130,64 @@ class ContractAssetsShrinkRunFacet(RunFacet):
     @staticmethod
     def _get_schema() -> str:
         return _schema_url("ContractAssetsShrink", "RunFacet")
+
+
+def _file_entries(files: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    entries = []
+    for f in files:
+        entry: dict[str, Any] = {"uri": str(f["uri"]), "size": int(f["size"])}
+        if f.get("sha256"):
+            entry["checksum"] = {"algorithm": "SHA-256", "value": str(f["sha256"])}
+        if f.get("etag"):
+            entry["etag"] = str(f["etag"])
+        if f.get("rows") is not None:
+            entry["rowCount"] = int(f["rows"])
+        entries.append(entry)
+    return entries
+
+
+@attr.define
+class ContractAssetsFilesInputDatasetFacet(InputDatasetFacet):
+    """The objects an ingestion run read from its source: URI, size, checksum, ETag, rows (schema in the repo)."""
+
+    files: list[dict[str, Any]] = attr.field(factory=list)
+
+    @staticmethod
+    def _get_schema() -> str:
+        return _schema_url("ContractAssetsFiles", "InputDatasetFacet")
+
+
+@attr.define
+class ContractAssetsFilesOutputDatasetFacet(OutputDatasetFacet):
+    """The objects an extract run wrote (its landing files and manifest), same fields as the input facet."""
+
+    files: list[dict[str, Any]] = attr.field(factory=list)
+    manifest: str | None = attr.field(default=None)
+
+    @staticmethod
+    def _get_schema() -> str:
+        return _schema_url("ContractAssetsFiles", "OutputDatasetFacet")
+
+
+def files_input_facet(files: Sequence[Mapping[str, Any]]) -> ContractAssetsFilesInputDatasetFacet:
+    """The ``contractAssets_files`` input facet from ``[{"uri", "size", "sha256", "etag", "rows"}]``."""
+    return ContractAssetsFilesInputDatasetFacet(files=_file_entries(files), producer=PRODUCER)
+
+
+def files_output_facet(
+    files: Sequence[Mapping[str, Any]], manifest: str | None
+) -> ContractAssetsFilesOutputDatasetFacet:
+    """The ``contractAssets_files`` output facet: the files written and the manifest object's URI."""
+    return ContractAssetsFilesOutputDatasetFacet(files=_file_entries(files), manifest=manifest, producer=PRODUCER)
+
+
+def input_statistics_facet(
+    row_count: int, size: int | None = None, file_count: int | None = None
+) -> input_statistics_input_dataset.InputStatisticsInputDatasetFacet:
+    """The ``inputStatistics`` input facet: rows, bytes and files read."""
+    return input_statistics_input_dataset.InputStatisticsInputDatasetFacet(
+        rowCount=int(row_count), size=size, fileCount=file_count, producer=PRODUCER
+    )
 
 
 def provenance_facet(
@@ -305,11 +371,11 @@ def schema_facet(
 
 
 def output_statistics_facet(
-    row_count: int,
+    row_count: int, size: int | None = None, file_count: int | None = None
 ) -> output_statistics_output_dataset.OutputStatisticsOutputDatasetFacet:
-    """The ``outputStatistics`` output facet: the published row count."""
+    """The ``outputStatistics`` output facet: the published row count (and bytes and files written)."""
     return output_statistics_output_dataset.OutputStatisticsOutputDatasetFacet(
-        rowCount=int(row_count), producer=PRODUCER
+        rowCount=int(row_count), size=size, fileCount=file_count, producer=PRODUCER
     )
 
 
@@ -346,7 +412,8 @@ def assertions_facet(
         actual, success, type}`` each.
     :param rules: The dataset's quality rules from the manifest, to forward a rule's SQL
         (``content``) and ``description`` by name.
-    :returns: The facet. ``assertion`` is the ODCS metric (``nullValues``) or ``sql``;
+    :returns: The facet. ``assertion`` is the ODCS metric (``nullValues``), ``sql``, or for a
+        dbt test (``type: dbt``) the generic test's name (``not_null``) or ``singular``;
         ``expected`` is the operator's value as text and ``params.operator`` the operator
         (``mustBeLessThan``), so the pair reads unambiguously.
     """
@@ -363,7 +430,10 @@ def assertions_facet(
             params["error"] = mask_text(str(result["error"]))
         assertions.append(
             data_quality_assertions_dataset.Assertion(
-                assertion=str(result.get("metric") or result.get("type") or "sql"),
+                # a dbt test names its generic test (not_null, relationships) or "singular"
+                assertion=str(
+                    result.get("metric") or result.get("test") or result.get("type") or "sql"
+                ),
                 success=bool(result["success"]),
                 column=str(result["column"]) if result.get("column") else None,
                 severity=str(result["severity"]) if result.get("severity") else None,

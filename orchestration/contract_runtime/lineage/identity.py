@@ -32,7 +32,7 @@ import posixpath
 import sys
 from collections.abc import Mapping
 from typing import Any, cast
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from contract_runtime.lineage.redact import strip_userinfo
 
@@ -146,7 +146,9 @@ def uri_identity(uri: str) -> tuple[str, str] | None:
     """OpenLineage ``(namespace, name)`` of a location URI, or None for a logical URI.
 
     ``s3://bucket/a/b`` gives ``("s3://bucket", "a/b")``; ``hdfs://nn:8020/x`` gives
-    ``("hdfs://nn:8020", "/x")``. URIs with an ``x-`` scheme or without an authority name no
+    ``("hdfs://nn:8020", "/x")``; a database table URI (Airflow's form) gives the OpenLineage
+    table name: ``postgres://db:5432/billing/public/t`` gives ``("postgres://db:5432",
+    "billing.public.t")``; ``file:///abs/path`` gives ``("file", "/abs/path")``. URIs with an ``x-`` scheme or without an authority name no
     physical location and give None.
 
     :param uri: An Asset URI.
@@ -156,9 +158,17 @@ def uri_identity(uri: str) -> tuple[str, str] | None:
         parts = urlsplit(strip_userinfo(uri))
     except ValueError:
         return None
-    scheme = parts.scheme.lower()
+    if parts.scheme.lower() == "file" and parts.netloc in ("", "localhost") and parts.path:
+        return "file", unquote(parts.path)
+    scheme = _SCHEME_ALIASES.get(parts.scheme.lower(), parts.scheme.lower())
     if not scheme or scheme.startswith("x-") or not parts.netloc:
         return None
+    if scheme in _DEFAULT_PORTS:
+        # Airflow's database Asset URIs (postgres://host:port/db/schema/table) name a table;
+        # OpenLineage names it {database}.{schema}.{table} in postgres://{host}:{port}.
+        segments = [s for s in (parts.path or "").split("/") if s]
+        namespace = sql_warehouse_namespace(f"{scheme}://{parts.netloc}")
+        return namespace, ".".join(segments) or "/"
     path = parts.path or "/"
     name = path.lstrip("/") if scheme in _OBJECT_STORE_SCHEMES else path
     return f"{scheme}://{parts.netloc}", name or "/"

@@ -1,7 +1,7 @@
 """Producers: write every dataset of a contract into its staging table.
 
-One module per ``runtime.producer.type``: :mod:`.sql`, :mod:`.python`, :mod:`.command` and
-:mod:`.load` (ingestion). Each exposes ``produce(request: ProduceRequest) -> dict`` returning a
+One module per ``runtime.producer.type``: :mod:`.sql`, :mod:`.python`, :mod:`.command`,
+:mod:`.dbt`, and :mod:`.load` and :mod:`.extract` (ingestion). Each exposes ``produce(request: ProduceRequest) -> dict`` returning a
 small JSON-able summary (it becomes part of the ``produce`` task's XCom).
 """
 
@@ -94,7 +94,9 @@ _PRODUCERS: dict[str, str] = {
     "sql": "contract_runtime.producers.sql",
     "python": "contract_runtime.producers.python",
     "command": "contract_runtime.producers.command",
+    "dbt": "contract_runtime.producers.dbt",
     "load": "contract_runtime.producers.load",
+    "extract": "contract_runtime.producers.extract",
 }
 
 
