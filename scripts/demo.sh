@@ -1,17 +1,24 @@
 #!/usr/bin/env bash
-# The bundled example, end to end, on this machine:  npm run demo
+# The bundled example, end to end, on this machine:
+#
+#   npm run demo                              # warehouse: the embedded DuckDB file
+#   npm run demo -- --warehouse postgres      # warehouse: a PostgreSQL database
 #
 # 1. compiles contracts/ into generated/ (contract-assets compile);
-# 2. builds or reuses the Python environment (.venv, scripts/python-env.sh);
-# 3. makes a fresh Airflow home in a temporary folder (SQLite metadata DB, `airflow db migrate`);
-# 4. step 1: runs every bundled DAG in dependency order on the embedded DuckDB warehouse and the
-#    bundled sample data (scripts/localrun.py: DAG.test(), what `airflow dags test` runs), and
-#    prints what was published (table, rows, quality status) and what was blocked;
-# 5. step 2 (a seeded failure, since the bundled data passes every error rule): copies the
+# 2. builds or reuses the Python environment (.venv, scripts/python-env.sh) and the PostgreSQL
+#    and libfaketime binaries the live stack needs (scripts/ensure-postgres.sh);
+# 3. step 1, on a live Airflow (scripts/livedemo.py, scripts/livestack.py): PostgreSQL metadata
+#    database, api-server, scheduler with the LocalExecutor, dag-processor and triggerer on
+#    loopback; every DAG unpaused, only the roots triggered through the REST API, the scheduler
+#    starts everything else from Asset events; prints which runs the scheduler started and from
+#    which Asset events, and what was published (rows, quality status);
+# 4. step 2 (DuckDB warehouse only; a seeded failure, since the bundled data passes every error
+#    rule): copies the
 #    project's inputs, appends one invoice in a currency the contract does not allow (JPY) to the
 #    copy's invoices sample file, compiles the copy and runs only billing.invoices_raw against
-#    step 1's warehouse in a second Airflow home: the error rule blocks the publish;
-# 6. prints where the OpenLineage events are and how many of each type each emitter wrote.
+#    step 1's warehouse in a second Airflow home (DAG.test(), SQLite metadata DB): the error
+#    rule blocks the publish;
+# 5. prints where the OpenLineage events are and how many of each type each emitter wrote.
 #
 # Lineage transport: when the environment configures one (OPENLINEAGE__TRANSPORT__*,
 # OPENLINEAGE_CONFIG, OPENLINEAGE_URL, or an openlineage.yml the client finds), the runtime and the
@@ -27,6 +34,16 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
+WAREHOUSE=duckdb
+while [ "$#" -gt 0 ]; do
+  case "$1" in
+    --warehouse) WAREHOUSE="${2:-}"; shift 2 ;;
+    --warehouse=*) WAREHOUSE="${1#--warehouse=}"; shift ;;
+    *) echo "demo: unknown option $1 (use --warehouse duckdb|postgres)" >&2; exit 2 ;;
+  esac
+done
+case "$WAREHOUSE" in duckdb | postgres) ;; *) echo "demo: --warehouse must be duckdb or postgres" >&2; exit 2 ;; esac
+
 say() { printf '\n== %s\n' "$*"; }
 
 say "compile contracts/ -> generated/"
@@ -35,8 +52,9 @@ if [ ! -f dist/compiler/cli.js ]; then
 fi
 node bin/contract-assets.js compile
 
-say "Python environment (.venv)"
+say "Python environment (.venv), PostgreSQL and libfaketime binaries"
 bash scripts/python-env.sh
+bash scripts/ensure-postgres.sh
 
 DEMO_DIR="${CONTRACT_ASSETS_DEMO_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/contract-assets-demo.XXXXXX")}"
 mkdir -p "$DEMO_DIR"
@@ -50,9 +68,9 @@ unset AIRFLOW_CONFIG AIRFLOW__CORE__UNIT_TEST_MODE
 export AIRFLOW_HOME="$DEMO_DIR/airflow"
 export AIRFLOW__CORE__LOAD_EXAMPLES=False
 export AIRFLOW__CORE__DAGS_FOLDER="$ROOT/generated/dags"
-export CONTRACT_ASSETS_WAREHOUSE="$DEMO_DIR/warehouse.duckdb"
+export CONTRACT_ASSETS_WAREHOUSE="$DEMO_DIR/live/stack/warehouse.duckdb"
 # The bundled config names warehouse_conn_id "warehouse": a named Connection must exist.
-export AIRFLOW_CONN_WAREHOUSE="duckdb://$DEMO_DIR/warehouse.duckdb"
+export AIRFLOW_CONN_WAREHOUSE="duckdb://$DEMO_DIR/live/stack/warehouse.duckdb"
 JOBS_PATH="${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONPATH="$ROOT/orchestration/jobs$JOBS_PATH"
 export PATH="$ROOT/.venv/bin:$PATH"
@@ -68,7 +86,18 @@ if [ -z "${OPENLINEAGE_CONFIG:-}" ] && [ -z "${OPENLINEAGE_URL:-}" ] && ! env | 
   export OPENLINEAGE__TRANSPORT__APPEND=true
 fi
 
-say "Airflow home $AIRFLOW_HOME (airflow db migrate)"
+say "step 1: the bundled example on a live Airflow, driven by Asset events (warehouse: $WAREHOUSE; logs: $DEMO_DIR/live)"
+mkdir -p "$DEMO_DIR/live"
+python scripts/livedemo.py --project "$ROOT" --work "$DEMO_DIR/live" --warehouse "$WAREHOUSE"
+
+if [ "$WAREHOUSE" != duckdb ]; then
+  say "lineage"
+  python scripts/localrun.py lineage
+  printf '\nEverything is in %s (delete it when done).\n' "$DEMO_DIR"
+  exit 0
+fi
+
+say "Airflow home $AIRFLOW_HOME for step 2 (airflow db migrate)"
 mkdir -p "$AIRFLOW_HOME"
 if ! airflow db migrate >"$DEMO_DIR/db-migrate.log" 2>&1; then
   tail -n 30 "$DEMO_DIR/db-migrate.log" >&2
@@ -96,10 +125,6 @@ run_dags() {
   fi
   grep '^RESULT ' "$log" | tail -n 1 | sed 's/^RESULT //' >"$log.runs.json"
 }
-
-say "step 1: the bundled example, every DAG in dependency order (log: $DEMO_DIR/run.log)"
-run_dags "$DEMO_DIR/run.log" "$ROOT"
-python scripts/localrun.py report --project "$ROOT" --runs "$DEMO_DIR/run.log.runs.json"
 
 SEEDED="$DEMO_DIR/seeded-project"
 BAD_ROW='INV-26099,A-1001,C-2001,2026-03-01,2026-03-31,JPY,open,2026-03-10T00:00:00Z'
@@ -135,5 +160,5 @@ node bin/contract-assets.js compile --root "$SEEDED" >"$DEMO_DIR/seeded-compile.
 )
 
 say "lineage"
-python scripts/localrun.py lineage --log "$DEMO_DIR/run.log" "$DEMO_DIR/seeded-run.log"
+python scripts/localrun.py lineage --log "$DEMO_DIR/seeded-run.log"
 printf '\nEverything is in %s (delete it when done).\n' "$DEMO_DIR"

@@ -48,6 +48,9 @@ REST client (SimpleAuthManager, real ``POST /auth/token`` logins; users ``admin`
   ``orchestration/sample_data``) into the ``projects`` DAG bundle, a second LocalDagBundle the
   dag-processor watches, so a test can bring DAGs of its own (their dag_ids and asset names must
   not collide with the bundled corpus) without a second stack.
+* ``stack.commit_project(project, message) -> commit`` — the same into the ``git`` bundle (a
+  ``GitDagBundle`` over a local repository, when the stack has ``git_bundle``): runs started from
+  it carry the commit as their bundle version.
 
 Command line (for the demo and for a person)::
 
@@ -59,6 +62,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import datetime
 import glob
 import json
 import os
@@ -84,6 +88,8 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 AIRFLOW_CFG = REPO_ROOT / "orchestration" / "airflow" / "deploy" / "airflow.cfg"
 SHIMS = REPO_ROOT / "test" / "python" / "shims"
 JOBS = REPO_ROOT / "orchestration" / "jobs"
+#: The folder whose sitecustomize.py shifts a Python process's clock (see ``clock``).
+CLOCK_SITE = Path(__file__).resolve().parent / "livestack_clock"
 
 #: Components in start order after the api-server, and their health key in /monitor/health.
 COMPONENTS: dict[str, str] = {"scheduler": "scheduler", "dag-processor": "dag_processor", "triggerer": "triggerer"}
@@ -93,6 +99,13 @@ WAREHOUSE_CONN_ID = "warehouse"
 EXECUTION_API_DEFECT = "needs a discriminator field"
 BIND_ERRORS = ("address already in use", "cannot assign requested address")
 LOCALEXECUTOR_DAG_RUN_STATES = ("queued", "running")
+
+
+#: The clock of the test stack (``clock``): the bundled corpus' reference date (the DAG.test()
+#: suite runs with logical date 2026-04-15), 10:00 UTC, hours from every bundled cron tick (daily
+#: 02:00 UTC and 03:30 Europe/Berlin, monthly on the 1st and the 3rd), so no cron DAG starts by
+#: itself while the tests run.
+TEST_CLOCK = datetime.datetime(2026, 4, 15, 10, 0, tzinfo=datetime.UTC)
 
 
 class StackUnavailable(Exception):
@@ -189,12 +202,14 @@ class PostgresServer:
     ``start()`` runs ``initdb`` into ``<base>/data`` and ``pg_ctl start -w`` on a free port
     (as the ``postgres`` system user via ``runuser`` when run as root: PostgreSQL refuses root);
     ``stop()`` is ``pg_ctl stop -m immediate``. Without server binaries (``scripts/ensure-postgres.sh``
-    installs Debian's package) ``start()`` raises :class:`StackUnavailable`.
+    installs Debian's package) ``start()`` raises :class:`StackUnavailable`. ``env`` is added to
+    the environment of the server's processes (the stack's clock).
 
     :ivar port: The port, once started.
     """
 
     base: Path
+    env: dict[str, str] = field(default_factory=dict)
     port: int = 0
     bin_dir: str = ""
     prefix: list[str] = field(default_factory=list)
@@ -261,6 +276,7 @@ class PostgresServer:
             capture_output=True,
             text=True,
             timeout=120,
+            env={**os.environ, **self.env},
         )
 
     def create_database(self, name: str) -> str:
@@ -306,6 +322,15 @@ class LiveStack:
     :param env: Extra environment for every component (wins over the stack's own values).
     :param git_bundle: When set, a folder to make a local git repository of and serve as a
         ``GitDagBundle`` named ``git`` (its DAGs carry the commit as bundle version).
+    :param clock: When set (an aware datetime), every process of the stack, PostgreSQL included,
+        runs with its wall clock shifted so that it reads ``clock`` at start and then advances in
+        real time (one fixed offset: libfaketime for PostgreSQL, time-machine for the Python
+        processes; monotonic clocks untouched).
+        Airflow decides at unpause whether a cron DAG runs its latest missed tick at once
+        (``CronTriggerTimetable._calc_first_run``: within a tenth of the cron period, at least
+        5 minutes), so on a real clock the bundled monthly DAGs start by themselves on some days
+        of each month; a fixed clock far from every tick makes the scheduler start nothing but
+        what a test triggers and what Asset events trigger. :meth:`now` reads the stack's clock.
     """
 
     work: Path
@@ -316,6 +341,7 @@ class LiveStack:
     env_extra: dict[str, str] = field(default_factory=dict)
     git_bundle: Path | None = None
     keep: bool = False
+    clock: datetime.datetime | None = None
     url: str = ""
     passwords: dict[str, str] = field(default_factory=dict)
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
@@ -324,6 +350,11 @@ class LiveStack:
     _env: dict[str, str] = field(default_factory=dict)
     _tokens: dict[str, tuple[float, str]] = field(default_factory=dict)
     _stopped: bool = False
+    _clock_offset: float = 0.0
+
+    def now(self) -> datetime.datetime:
+        """The stack's wall clock (see ``clock``), timezone-aware UTC."""
+        return datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=self._clock_offset)
 
     # ------------------------------------------------------------------ paths
 
@@ -380,8 +411,11 @@ class LiveStack:
             # PostgreSQL runs as the postgres user: it must reach its folder under the work folder
             # (mkdtemp makes it 0700).
             os.chmod(self.work, 0o755)
+        if self.git_bundle is not None:
+            self._init_git_bundle()
+        pg_clock, python_clock = self._clock_env()
         if self.metadata == "postgres" or self.warehouse == "postgres":
-            self.postgres = PostgresServer(self.work / "postgres").start()
+            self.postgres = PostgresServer(self.work / "postgres", env=pg_clock).start()
         sql_conn = f"sqlite:///{self.home / 'airflow.db'}"
         if self.metadata == "postgres":
             assert self.postgres is not None
@@ -391,12 +425,37 @@ class LiveStack:
             assert self.postgres is not None
             self.postgres.create_database("warehouse")
         self._env = self._build_env(sql_conn)
+        if python_clock:
+            self._env["CONTRACT_ASSETS_CLOCK_OFFSET"] = python_clock
+            self._env["PYTHONPATH"] = os.pathsep.join([str(CLOCK_SITE), self._env["PYTHONPATH"]])
         self.run_cli("db", "migrate", timeout=timeout)
         self._start_api_server(timeout)
         for name in self.components:
             self.start_process(name, *self._command(name))
         wanted = {COMPONENTS[name] for name in self.components}
         self.wait(lambda: self._healthy(wanted), f"components {sorted(wanted)} healthy", timeout)
+
+    def _clock_env(self) -> tuple[dict[str, str], str]:
+        """The stack's clock: ``(environment of the PostgreSQL server, offset for the Python
+        processes)``; nothing without ``clock``.
+
+        PostgreSQL (its ``now()`` decides which DAGs need runs) runs under libfaketime with a
+        fixed offset. Python processes cannot: libfaketime turns Python's ``time.sleep``
+        (``clock_nanosleep`` on an absolute monotonic deadline) into ``EINVAL``; they shift their
+        clock with time-machine instead (``scripts/livestack_clock/sitecustomize.py``).
+        """
+        if self.clock is None:
+            return {}, ""
+        library = next(iter(sorted(glob.glob("/usr/lib/*/faketime/libfaketimeMT.so.1"))), None)
+        if library is None:
+            raise StackUnavailable(
+                "libfaketime not found (run scripts/ensure-postgres.sh: Debian package faketime), "
+                "needed for the live stack's fixed clock"
+            )
+        offset = int((self.clock - datetime.datetime.now(datetime.UTC)).total_seconds())
+        self._clock_offset = float(offset)
+        pg = {"LD_PRELOAD": library, "FAKETIME": f"{offset:+d}", "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
+        return pg, str(offset)
 
     def _build_env(self, sql_conn: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW__", "AIRFLOW_CONN_"))}
@@ -712,6 +771,44 @@ class LiveStack:
         return list(self.wait(quiet, "scheduler quiescent", timeout, interval=1))
 
     # ------------------------------------------------------------------ extra DAGs
+
+    def _git(self, *args: str) -> str:
+        assert self.git_bundle is not None
+        git = shutil.which("git")
+        if git is None:
+            raise StackUnavailable("git is not on PATH (needed for the stack's GitDagBundle)")
+        identity = ["-c", "user.name=contract-assets live stack", "-c", "user.email=live-stack@localhost"]
+        proc = subprocess.run(
+            [git, *identity, *args], cwd=self.git_bundle, capture_output=True, text=True, timeout=60, check=False
+        )
+        if proc.returncode != 0:
+            raise AssertionError(f"git {' '.join(args)} failed: {proc.stderr or proc.stdout}")
+        return proc.stdout.strip()
+
+    def _init_git_bundle(self) -> None:
+        """A local repository with branch ``main`` and one commit holding an empty
+        ``generated/dags`` (the ``git`` bundle's subdir), unless it exists."""
+        assert self.git_bundle is not None
+        if (self.git_bundle / ".git").exists():
+            return
+        (self.git_bundle / "generated" / "dags").mkdir(parents=True, exist_ok=True)
+        (self.git_bundle / "generated" / "dags" / ".keep").write_text("", encoding="utf-8")
+        self._git("init", "-q", "-b", "main")
+        self._git("add", "-A")
+        self._git("commit", "-q", "-m", "empty DAG bundle")
+
+    def commit_project(self, project: Path, message: str) -> str:
+        """Copy a compiled project's ``generated/``, ``sql/`` and ``orchestration/sample_data``
+        into the ``git`` bundle's repository (``git_bundle``), commit it on ``main``, and return
+        the commit id: the bundle version of the runs the scheduler starts from it (wait for the
+        dag-processor with :meth:`wait_for_dags`)."""
+        assert self.git_bundle is not None, "the stack has no git bundle (git_bundle=None)"
+        for part in ("generated", "sql", "orchestration/sample_data"):
+            if (project / part).is_dir():
+                shutil.copytree(project / part, self.git_bundle / part, dirs_exist_ok=True)
+        self._git("add", "-A")
+        self._git("commit", "-q", "-m", message)
+        return self._git("rev-parse", "HEAD")
 
     def add_project(self, name: str, project: Path) -> Path:
         """Copy a compiled project's ``generated/`` and ``orchestration/sample_data`` into the

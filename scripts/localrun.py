@@ -78,53 +78,120 @@ def dependency_order(manifest: dict[str, Any]) -> list[str]:
 # ---------------------------------------------------------------------- external upstreams
 
 
-def seed_external_sample_data(project: Path, manifest: dict[str, Any], warehouse_path: str) -> list[dict[str, Any]]:
-    """Load the stand-in data of the external Assets that DAGs read as warehouse tables.
+def external_sample_files(project: Path, manifest: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    """The stand-in data of the external Assets that DAGs read as warehouse tables.
 
     A local-run concern, deliberately not the runtime's: an external Asset (the example's
     ``fx.rates_daily``, loaded by treasury) belongs to a system outside the project, and in a
-    deployment its table is that system's data. The runtime never writes it; only this local
-    runner, on a throw-away warehouse, stands in for the outside system.
+    deployment its table is that system's data. The runtime never writes it; only the local
+    runner and the live-stack tests, on throw-away warehouses, stand in for the outside system.
 
     The file is the manifest's ``assets[].sample_data`` (the orchestration config's
     ``sample_data`` entry, a project-relative path, resolved inside the project). An external
     Asset that an ingestion contract loads (its ``source``) is skipped: the load producer reads
     that file itself (``dags[].runtime.sample_data``). Every other external Asset read as an
-    upstream is loaded into the table ``<first segment>.<rest>`` of its name with DuckDB's type
-    detection, replacing what was there.
+    upstream is loaded into the table ``<first segment>.<rest>`` of its name.
 
-    :returns: ``[{"asset", "table", "rows", "file"}]``.
+    :returns: ``[(asset, schema, table, absolute file)]``, sorted by asset name.
     """
-    import duckdb
     from contract_runtime.manifest import resolve_project_path
 
     manifest_path = project / "generated" / "manifest.json"
     sources = {d["runtime"].get("source", {}).get("name") for d in manifest["dags"]}
     read = {u["asset"] for d in manifest["dags"] for u in d["runtime"].get("upstreams", [])}
+    found = []
+    for asset in sorted(manifest["assets"], key=lambda a: a["name"]):
+        name, sample = asset["name"], asset.get("sample_data")
+        if not asset.get("external") or not sample or name in sources or name not in read:
+            continue
+        schema, _, table = name.partition(".")
+        found.append((name, schema, table, str(resolve_project_path(manifest_path, str(sample)))))
+    return found
+
+
+def _reader(file: str) -> str:
+    if file.endswith(".parquet"):
+        return "read_parquet(?)"
+    if file.endswith(".jsonl"):
+        return "read_json(?, format = 'newline_delimited')"
+    return "read_csv(?, header = true)"
+
+
+def _rel(project: Path, file: str) -> str:
+    return Path(file).resolve().relative_to(project.resolve()).as_posix()
+
+
+def seed_external_sample_data(project: Path, manifest: dict[str, Any], warehouse_path: str) -> list[dict[str, Any]]:
+    """Load :func:`external_sample_files` into the DuckDB warehouse at ``warehouse_path``, with
+    DuckDB's type detection, replacing what was there.
+
+    :returns: ``[{"asset", "table", "rows", "file"}]``.
+    """
+    import duckdb
+
     seeded: list[dict[str, Any]] = []
     con = duckdb.connect(warehouse_path)
     try:
-        for asset in sorted(manifest["assets"], key=lambda a: a["name"]):
-            name, sample = asset["name"], asset.get("sample_data")
-            if not asset.get("external") or not sample or name in sources or name not in read:
-                continue
-            schema, _, table = name.partition(".")
-            file = str(resolve_project_path(manifest_path, str(sample)))
-            reader = (
-                "read_parquet(?)"
-                if file.endswith(".parquet")
-                else (
-                    "read_json(?, format = 'newline_delimited')"
-                    if file.endswith(".jsonl")
-                    else "read_csv(?, header = true)"
-                )
-            )
+        for name, schema, table, file in external_sample_files(project, manifest):
             q_schema = '"' + schema.replace('"', '""') + '"'
             q_table = q_schema + '."' + table.replace('"', '""') + '"'
             con.execute(f"create schema if not exists {q_schema}")
-            con.execute(f"create or replace table {q_table} as select * from {reader}", [file])
+            con.execute(f"create or replace table {q_table} as select * from {_reader(file)}", [file])
             rows = con.execute(f"select count(*) from {q_table}").fetchone()[0]
-            seeded.append({"asset": name, "table": f"{schema}.{table}", "rows": int(rows), "file": str(sample)})
+            seeded.append({"asset": name, "table": f"{schema}.{table}", "rows": int(rows), "file": _rel(project, file)})
+    finally:
+        con.close()
+    return seeded
+
+
+#: DuckDB's detected column types and the PostgreSQL types their values load into.
+_POSTGRES_TYPES = {
+    "BOOLEAN": "boolean",
+    "BIGINT": "bigint",
+    "INTEGER": "integer",
+    "DOUBLE": "double precision",
+    "DATE": "date",
+    "TIMESTAMP": "timestamp",
+    "TIMESTAMP WITH TIME ZONE": "timestamptz",
+    "VARCHAR": "text",
+}
+
+
+def seed_external_sample_data_postgres(project: Path, manifest: dict[str, Any], uri: str) -> list[dict[str, Any]]:
+    """Load :func:`external_sample_files` into the PostgreSQL database at ``uri`` (a
+    ``postgres://`` URI): types detected by DuckDB as for the embedded warehouse, then
+    ``CREATE TABLE`` and the rows inserted with psycopg2, replacing what was there.
+
+    :returns: ``[{"asset", "table", "rows", "file"}]``.
+    :raises ValueError: On a detected column type this loader has no PostgreSQL type for.
+    """
+    import duckdb
+    import psycopg2
+
+    seeded: list[dict[str, Any]] = []
+    con = psycopg2.connect(uri.replace("postgres://", "postgresql://", 1))
+    try:
+        for name, schema, table, file in external_sample_files(project, manifest):
+            relation = duckdb.sql(f"select * from {_reader(file)}", params=[file])
+            columns = []
+            for column, kind in zip(relation.columns, relation.types, strict=True):
+                text = str(kind)
+                pg_type = "numeric" if text.startswith("DECIMAL") else _POSTGRES_TYPES.get(text)
+                if pg_type is None:
+                    raise ValueError(f"{file}: column {column!r} has type {text}, which has no PostgreSQL type here")
+                columns.append((column, pg_type))
+            rows = relation.fetchall()
+            q_schema = '"' + schema.replace('"', '""') + '"'
+            q_table = q_schema + '."' + table.replace('"', '""') + '"'
+            quoted = ", ".join('"' + c.replace('"', '""') + '"' for c, _ in columns)
+            with con, con.cursor() as cur:
+                cur.execute(f"create schema if not exists {q_schema}")
+                cur.execute(f"drop table if exists {q_table}")
+                cur.execute(f"create table {q_table} (" + ", ".join(f'"{c}" {t}' for c, t in columns) + ")")
+                cur.executemany(
+                    f"insert into {q_table} ({quoted}) values ({', '.join(['%s'] * len(columns))})", rows
+                )
+            seeded.append({"asset": name, "table": f"{schema}.{table}", "rows": len(rows), "file": _rel(project, file)})
     finally:
         con.close()
     return seeded

@@ -298,6 +298,11 @@ export const Diagnostics = {
     "warning",
     (a) => `the triggering upstream ${q(a.asset)} appears nowhere in trigger.assets; mark it "trigger: false" if it is only read`,
   ),
+  RequireOnReadOnlyUpstream: entry<{ asset: string }>(
+    "CA3201",
+    "error",
+    (a) => `"require: passed" on the upstream ${q(a.asset)} checks nothing: it is "trigger: false", so no event of it triggers a run`,
+  ),
   ConfigConflict: entry<{ key: string }>(
     "CA4015",
     "error",
@@ -412,8 +417,8 @@ export const Diagnostics = {
   ),
   PreflightWarehouseConnectionMissing: entry<{ connId: string }>(
     "CA8805",
-    "warning",
-    (a) => `the warehouse Connection ${q(a.connId)} is not defined: the runtime will use the embedded DuckDB default`,
+    "error",
+    (a) => `the warehouse Connection ${q(a.connId)} is not defined: every task of the contract fails`,
   ),
   PreflightNotRun: entry<{ detail: string }>("CA8806", "error", (a) => `preflight could not run in the runtime's environment: ${a.detail}`),
   PreflightSqlNotParsed: entry<{ detail: string }>("CA8807", "info", (a) => `SQL not parsed: ${a.detail}`),

@@ -30,6 +30,7 @@ export interface ResolvedUpstream {
   asset: string;
   trigger: boolean;
   schemaVersion?: number;
+  require?: "passed";
   location: SourceLocation;
 }
 

@@ -30,6 +30,7 @@ export function resolveContracts(table: AssetTable, config: OrchestrationConfig)
       upstreams: (c.upstreams ?? []).map((u, i) => {
         const resolved: ResolvedUpstream = { asset: u.asset, trigger: u.trigger !== false, location: located.source.locate(["upstreams", i, "asset"]) };
         if (u.schema_version !== undefined) resolved.schemaVersion = u.schema_version;
+        if (u.require !== undefined) resolved.require = u.require;
         return resolved;
       }),
       runSettings: runSettingsFor(config, c.id, c.domain),

@@ -76,6 +76,8 @@ export interface Upstream {
   asset: string;
   schema_version?: number;
   trigger?: boolean;
+  /** `passed`: skip (not fail) a run whose triggering event for this upstream is degraded or stale. */
+  require?: "passed";
 }
 
 /** An asset condition: a leaf asset name or an `{all: [...]}` / `{any: [...]}` node. */

@@ -130,6 +130,8 @@ export interface RuntimeUpstream {
   asset: string;
   trigger: boolean;
   schema_version?: number;
+  /** `passed`: skip (not fail) a run whose triggering event for this upstream is degraded or stale. */
+  require?: "passed";
 }
 
 export interface Processing {

@@ -83,7 +83,12 @@ function runtimeOf(
     domain: contract.domain,
     on_failure: contract.on_failure ?? "block_publish",
     datasets,
-    upstreams: c.upstreams.map((u) => ({ asset: u.asset, trigger: u.trigger, ...(u.schemaVersion !== undefined ? { schema_version: u.schemaVersion } : {}) })),
+    upstreams: c.upstreams.map((u) => ({
+      asset: u.asset,
+      trigger: u.trigger,
+      ...(u.schemaVersion !== undefined ? { schema_version: u.schemaVersion } : {}),
+      ...(u.require !== undefined ? { require: u.require } : {}),
+    })),
     ...(contract.processing ? { processing: contract.processing } : {}),
     ...(contract.freshness ? { freshness: contract.freshness } : {}),
     ...(c.runSettings.warehouse_conn_id ? { warehouse_conn_id: c.runSettings.warehouse_conn_id } : {}),

@@ -80,7 +80,7 @@ function toDiagnostic(contract: LinkedContract | undefined, finding: Finding): D
       return createDiagnostic(Diagnostics.PreflightQualitySqlParse, { rule: rule?.name ?? `#${Number(r) + 1}`, detail }, at);
     }
     case "connection":
-      if (finding.severity === "warning") return createDiagnostic(Diagnostics.PreflightWarehouseConnectionMissing, { connId: finding.conn_id ?? "?" }, at);
+      if (finding.pointer[0] === "id") return createDiagnostic(Diagnostics.PreflightWarehouseConnectionMissing, { connId: finding.conn_id ?? "?" }, at);
       return createDiagnostic(Diagnostics.PreflightConnectionMissing, { connId: finding.conn_id ?? "?", detail }, at);
   }
 }
@@ -91,7 +91,7 @@ function toDiagnostic(contract: LinkedContract | undefined, finding: Finding): D
  * diagnostics: an entrypoint that does not import (CA8801) at `producer.entrypoint`, a SQL producer
  * that does not parse (CA8802) at the line and column in its file, a quality query that does not
  * parse (CA8803) at its `query`, a named Connection that does not exist (CA8804, a warehouse
- * Connection CA8805 warning). Exit 0, 1 on errors (compile errors included), 2 when the runtime
+ * Connection CA8805). Exit 0, 1 on errors (compile errors included), 2 when the runtime
  * cannot run it (CA8806).
  */
 export function runPreflightCommand(result: CompiledProject, options: PreflightOptions): number {

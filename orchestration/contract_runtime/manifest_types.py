@@ -169,6 +169,7 @@ class RuntimeUpstream(TypedDict):
     asset: str
     trigger: bool
     schema_version: NotRequired[int]
+    require: NotRequired[Literal["passed"]]
 
 
 class Processing(TypedDict):

@@ -13,7 +13,8 @@ operator is told which contract it serves (``contract_id``) and where the compil
   (also on failure). A blocking failure raises ``AirflowFailException`` (never retried).
 - ``publish`` (the only task with outlets) swaps staging into the targets in one transaction and
   sets each outlet's Asset event ``extra`` to ``{"row_count", "quality_status", "failed_rules",
-  "contract_id", "contract_version"}``.
+  "contract_id", "contract_version", "openlineage": {"parentJobNamespace", "parentJobName",
+  "parentRunId"}}`` (our contract run's lineage identity, ADR 0010).
 
 Failures that a retry cannot fix (configuration, data, quality gate) raise
 ``AirflowFailException``; others propagate so the task's retries apply. Every operator gets an
@@ -90,19 +91,23 @@ class _ContractOperator(BaseOperator):
         self.manifest_path: str = manifest_path
 
     def execute(self, context: Context) -> Any:
-        """Run the stage; map non-retryable errors to ``AirflowFailException``.
+        """Run the stage; map non-retryable errors to ``AirflowFailException`` and a run that
+        ``require: passed`` refuses to ``AirflowSkipException``.
 
         :raises AirflowFailException: For errors no retry can fix (the task fails at once).
+        :raises AirflowSkipException: When the run is skipped (:class:`~contract_runtime.stages.RunSkipped`).
         """
-        from airflow.sdk.exceptions import AirflowFailException
+        from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
         from contract_runtime.run import RunIdentity
-        from contract_runtime.stages import non_retryable_errors
+        from contract_runtime.stages import RunSkipped, non_retryable_errors
 
         self._ca_error: BaseException | None = None
         run = RunIdentity.from_context(context)
         try:
             return self.run_stage(context, run)
+        except RunSkipped as exc:
+            raise AirflowSkipException(str(exc)) from exc
         except non_retryable_errors() as exc:
             self._ca_error = exc
             message = str(exc)
@@ -189,7 +194,8 @@ class PublishOperator(_ContractOperator):
 
         summary = context["ti"].xcom_pull(task_ids=self.audit_task_id, key=QUALITY_XCOM_KEY)
         outputs = stages.publish(self.manifest_path, self.contract_id, run, summary)
-        dag = find_dag(load_manifest(self.manifest_path), self.contract_id)
+        manifest = load_manifest(self.manifest_path)
+        dag = find_dag(manifest, self.contract_id)
         by_name = {getattr(a, "name", None): a for a in (self.outlets or [])}
         events = context["outlet_events"]
         for out in outputs:
@@ -197,7 +203,7 @@ class PublishOperator(_ContractOperator):
             if asset is None:
                 log.warning("publish: %s has no outlet Asset on this task; no event extra set", out["asset"])
                 continue
-            events[asset].extra = stages.asset_event_extra(out, cast("dict[str, Any]", dag))
+            events[asset].extra = stages.asset_event_extra(out, cast("dict[str, Any]", dag), run, cast("dict[str, Any]", manifest))
         return [
             {k: out[k] for k in ("asset", "table", "row_count", "quality_status", "failed_rules")} for out in outputs
         ]

@@ -10,7 +10,8 @@ environment (the venv and ``PYTHONPATH`` the workers use), checks every active o
 * ``connection``: every named Airflow Connection exists (``airflow.sdk.Connection.get``: env
   ``AIRFLOW_CONN_*``, a secrets backend, the metadata database): an ingestion
   ``source.connection_id`` must (error); a missing ``warehouse_conn_id`` makes the runtime use the
-  embedded DuckDB default (warning), and one that exists must be ``duckdb`` or have a DB-API hook.
+  ``warehouse_conn_id`` must too (the runtime fails a task whose named warehouse Connection does
+  not exist).
 
 SQL is parsed by DuckDB's own parser (``DuckDBPyConnection.extract_statements``: it parses, runs
 nothing, needs no database), for the DuckDB warehouse and for PostgreSQL connections alike
@@ -115,9 +116,9 @@ def check_dag(dag: Mapping[str, Any], check_connections: bool = True) -> Iterato
             yield _finding(
                 dag,
                 "connection",
-                "warning",
+                "error",
                 ["id"],
-                f"the warehouse Connection {conn_id!r} is not defined: the embedded DuckDB default is used",
+                f"the warehouse Connection {conn_id!r} is not defined: every task of the contract fails",
                 detail="",
                 conn_id=conn_id,
             )

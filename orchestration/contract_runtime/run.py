@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["RunIdentity", "run_hash"]
@@ -67,6 +67,12 @@ class RunIdentity:
     :ivar first_try_number: The try number of the first try since the task was last cleared (1
         for a task never cleared). Airflow keeps counting tries across clears, so "first try of
         this clear" is ``try_number == first_try_number``, not ``try_number == 1``.
+    :ivar bundle_name: The DAG bundle the task runs from (``ti.bundle_instance.name``, e.g.
+        ``dags-folder``), or None when Airflow does not say (``DAG.test()``).
+    :ivar triggering_events: The Asset events that triggered the DAG run (Airflow's
+        ``triggering_asset_events``), oldest first, each ``{"asset", "uri", "extra",
+        "source_dag_id", "source_task_id", "source_run_id", "timestamp"}`` (``timestamp`` an ISO
+        8601 string); empty for a run no Asset event triggered.
     """
 
     dag_id: str
@@ -80,6 +86,8 @@ class RunIdentity:
     clear_number: int = 0
     bundle_version: str | None = None
     first_try_number: int = 1
+    bundle_name: str | None = None
+    triggering_events: tuple[Mapping[str, Any], ...] = field(default=(), hash=False)
 
     def __post_init__(self) -> None:
         """Normalise the dates to timezone-aware values (a naive date is taken as UTC).
@@ -175,6 +183,8 @@ class RunIdentity:
             clear_number=_int(getattr(dag_run, "clear_number", 0), 0),
             bundle_version=_bundle_version(ti, dag_run),
             first_try_number=min(try_number, max(1, max_tries - retries + 1)),
+            bundle_name=_bundle_name(ti),
+            triggering_events=_triggering_events(context),
         )
 
 
@@ -186,6 +196,43 @@ def _int(value: Any, default: int) -> int:
         return int(value)
     except (TypeError, ValueError):
         return default
+
+
+def _bundle_name(ti: Any) -> str | None:
+    """The DAG bundle's name (``ti.bundle_instance.name``), where the Airflow OpenLineage provider
+    reads it too; None when the task instance does not say."""
+    name = getattr(getattr(ti, "bundle_instance", None), "name", None)
+    return str(name) if name else None
+
+
+def _triggering_events(context: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
+    """The DAG run's triggering Asset events as plain dicts, oldest first, one per event.
+
+    Reads ``context["triggering_asset_events"]`` (Airflow 3's ``TriggeringAssetEventsAccessor``:
+    Asset or AssetAlias -> events); events listed under an alias too are counted once.
+    """
+    accessor = context.get("triggering_asset_events")
+    if not accessor:
+        return ()
+    seen: dict[tuple[Any, ...], dict[str, Any]] = {}
+    try:
+        for key in accessor:
+            for event in accessor[key]:
+                asset = getattr(event, "asset", None)
+                stamp = getattr(event, "timestamp", None)
+                item = {
+                    "asset": str(getattr(asset, "name", "") or ""),
+                    "uri": str(getattr(asset, "uri", "") or ""),
+                    "extra": dict(getattr(event, "extra", None) or {}),
+                    "source_dag_id": getattr(event, "source_dag_id", None),
+                    "source_task_id": getattr(event, "source_task_id", None),
+                    "source_run_id": getattr(event, "source_run_id", None),
+                    "timestamp": stamp.isoformat() if isinstance(stamp, datetime.datetime) else str(stamp or ""),
+                }
+                seen.setdefault((item["asset"], item["source_run_id"], item["timestamp"]), item)
+    except Exception:  # noqa: BLE001 - an accessor this runtime does not know: no batches rather than no run
+        return ()
+    return tuple(sorted(seen.values(), key=lambda e: (e["timestamp"], e["asset"])))
 
 
 def _bundle_version(ti: Any, dag_run: Any) -> str | None:

@@ -202,9 +202,17 @@ def produce(
     """
     from contract_runtime.producers import ProduceRequest, ProducerError, run_producer
 
+    from contract_runtime.gate import describe, unmet_requirements
+
     manifest, dag = _load(manifest_path, contract_id)
     if run.is_first_try:
         _lineage("emit_start", manifest, dag, run)
+    unmet = unmet_requirements(manifest, dag, run)
+    if unmet:
+        reason = describe(contract_id, unmet)
+        log.warning("%s", reason)
+        _lineage("emit_skip", manifest, dag, run, reason, unmet)
+        raise RunSkipped(reason, unmet)
     runtime = dag["runtime"]
     staging = staging_tables(dag, run)
     wh = opener(runtime.get("warehouse_conn_id"))
@@ -238,6 +246,18 @@ def produce(
         }
     finally:
         wh.close()
+
+
+class RunSkipped(Exception):
+    """``require: passed`` was not met: the run is skipped, not failed (the operator raises
+    Airflow's ``AirflowSkipException``; ``audit`` and ``publish`` are skipped with it).
+
+    :ivar unmet: :func:`contract_runtime.gate.unmet_requirements`.
+    """
+
+    def __init__(self, message: str, unmet: list[dict[str, Any]]) -> None:
+        super().__init__(message)
+        self.unmet = unmet
 
 
 class _NonRetryableProducer(NonRetryableError):
@@ -488,10 +508,20 @@ def _lineage_output(output: dict[str, Any], naming: dict[str, str]) -> dict[str,
     return {**{k: output[k] for k in keys}, **{k: output[k] for k in optional if k in output}, **naming}
 
 
-def asset_event_extra(output: dict[str, Any], dag: dict[str, Any]) -> dict[str, Any]:
+def asset_event_extra(
+    output: dict[str, Any], dag: dict[str, Any], run: RunIdentity | None = None, manifest: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The Asset event ``extra`` of one published dataset.
 
-    :returns: ``{"row_count", "quality_status", "failed_rules", "contract_id", "contract_version"}``;
+    With the run and the manifest, ``openlineage`` names the run of our contract job that
+    published the batch, in the Airflow OpenLineage provider's convention for Asset events
+    (``parentJobNamespace``, ``parentJobName``, ``parentRunId``: what the provider's
+    ``_extract_ol_info_from_asset_event`` reads into a consumer's ``jobDependencies``), so the
+    consumer's lineage names the producing run (ADR 0010).
+
+    :returns: ``{"row_count", "quality_status", "failed_rules", "contract_id", "contract_version"}``
+        and, with ``run`` and ``manifest``, ``"openlineage": {"parentJobNamespace",
+        "parentJobName", "parentRunId"}``;
         a ``dbt`` producer's dataset adds ``"dbt_tests": {"total", "passed", "failed", "warned"}``
         (the dbt test summary of its audit);
         an extract's adds ``"manifest_uri"``, ``"file_count"`` and ``"size_bytes"`` (the load
@@ -504,6 +534,14 @@ def asset_event_extra(output: dict[str, Any], dag: dict[str, Any]) -> dict[str, 
         "contract_id": str(dag["dag_id"]),
         "contract_version": str(dag.get("contract_version", "")),
     }
+    if run is not None and manifest is not None:
+        from contract_runtime.lineage.runid import contract_run_id
+
+        extra["openlineage"] = {
+            "parentJobNamespace": f"{manifest['lineage']['namespace']}.{dag['runtime']['domain']}",
+            "parentJobName": str(dag["dag_id"]),
+            "parentRunId": contract_run_id(run, str(dag["dag_id"])),
+        }
     if output.get("dbt_tests"):
         extra["dbt_tests"] = {k: int(v) for k, v in output["dbt_tests"].items()}
     if output.get("manifest_uri"):

@@ -30,7 +30,7 @@ import pytest
 
 # scripts/livestack.py (the live Airflow stack) is shared with the demo; import it from there.
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-from livestack import LiveStack, StackUnavailable
+from livestack import TEST_CLOCK, LiveStack, StackUnavailable  # noqa: E402
 
 _AIRFLOW_HOME: str = tempfile.mkdtemp(prefix="contract-assets-airflow-home-")
 os.environ["AIRFLOW_HOME"] = _AIRFLOW_HOME
@@ -93,21 +93,31 @@ def live_stack(request: pytest.FixtureRequest, terminal_summary: list[str]) -> I
     PostgreSQL metadata database and PostgreSQL warehouse (Connection ``warehouse``), a fresh
     AIRFLOW_HOME, ``airflow db migrate``, api-server, scheduler (LocalExecutor), dag-processor
     and triggerer on loopback, over this repository's ``generated/dags`` (compile first), plus the
-    ``projects`` bundle for DAGs a test brings (:meth:`LiveStack.add_project`). Every bundled DAG
+    ``projects`` bundle for DAGs a test brings (:meth:`LiveStack.add_project`) and the ``git``
+    bundle, a ``GitDagBundle`` over a local repository (:meth:`LiveStack.commit_project`). Every bundled DAG
     is registered before the fixture returns. DAGs are paused at creation: a test unpauses and
     triggers what it runs, and must leave the stack quiescent
-    (:meth:`LiveStack.wait_until_quiescent`) for the next one. The REST client and the waits are
+    (:meth:`LiveStack.wait_until_quiescent`) for the next one. The stack's clock is fixed at
+    :data:`livestack.TEST_CLOCK` (then advancing in real time): compare Airflow's timestamps with
+    :meth:`LiveStack.now`, not with this process's clock. The REST client and the waits are
     documented in ``scripts/livestack.py``.
 
     Skipped, loudly, when the environment cannot run it (:class:`StackUnavailable`). Stopped at
     the end of the session; its logs are kept (path printed) when a test failed.
     """
     import json
+    import signal
     import time
 
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    # A SIGTERM (a CI timeout, `kill`) becomes an interrupt, so pytest still stops the stack.
+    previous = signal.signal(signal.SIGTERM, interrupt)
     started = time.monotonic()
     failed_before = request.session.testsfailed
-    stack = LiveStack(work=Path(tempfile.mkdtemp(prefix="contract-assets-live-")))
+    work = Path(tempfile.mkdtemp(prefix="contract-assets-live-"))
+    stack = LiveStack(work=work, clock=TEST_CLOCK, git_bundle=work / "git-bundle")
     try:
         stack.start()
         manifest = json.loads(
@@ -116,6 +126,7 @@ def live_stack(request: pytest.FixtureRequest, terminal_summary: list[str]) -> I
         stack.wait_for_dags(d["dag_id"] for d in manifest["dags"])
     except StackUnavailable as exc:
         stack.stop()
+        signal.signal(signal.SIGTERM, previous)
         message = f"ENVIRONMENT: the live Airflow stack cannot start here, its tests are SKIPPED: {exc}"
         warnings.warn(message, stacklevel=2)
         print(f"\n{'!' * 20} {message} {'!' * 20}", file=sys.stderr)
@@ -123,6 +134,7 @@ def live_stack(request: pytest.FixtureRequest, terminal_summary: list[str]) -> I
     except BaseException:
         stack.failed = True
         stack.stop()
+        signal.signal(signal.SIGTERM, previous)
         raise
     terminal_summary.append(f"live stack: started in {time.monotonic() - started:.1f} s at {stack.url}")
     try:
@@ -131,4 +143,5 @@ def live_stack(request: pytest.FixtureRequest, terminal_summary: list[str]) -> I
         if request.session.testsfailed > failed_before:
             stack.failed = True
         stack.stop()
+        signal.signal(signal.SIGTERM, previous)
         terminal_summary.append(f"live stack: up for {time.monotonic() - started:.1f} s in total")

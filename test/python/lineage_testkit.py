@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
@@ -59,6 +59,8 @@ class StandInRunIdentity:
     clear_number: int = 0
     bundle_version: str | None = None
     first_try_number: int = 1
+    bundle_name: str | None = None
+    triggering_events: tuple[Any, ...] = field(default=(), hash=False)
 
 
 try:

@@ -26,8 +26,9 @@ test`` command.
 
 Lineage: every event of both runs (ours and the provider's) validates against the OpenLineage
 spec copy and each facet against its own schema; each of our DAG runs follows the run cycle, its
-runId equals the provider's DAG-run runId, and the observed counts per emitter and event type
-are asserted and printed in the terminal summary.
+runId is derived from the provider's DAG-run runId and the contract id, with ``parent`` and
+``root`` naming that DAG run (ADR 0010), every runId has one job, and the observed counts per
+emitter and event type are asserted and printed in the terminal summary.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import time
 from collections import Counter
 from datetime import datetime
 from pathlib import Path
@@ -46,6 +48,7 @@ from typing import Any
 
 import pytest
 from contract_runtime.lineage.facets import PRODUCER as OUR_PRODUCER
+from openlineage.client.uuid import generate_static_uuid
 from lineage_testkit import check_run_cycle, read_events, requires_spec, validate_event
 
 REPO = Path(__file__).resolve().parents[2]
@@ -220,10 +223,17 @@ def manifest() -> dict[str, Any]:
     return json.loads((REPO / "generated" / "manifest.json").read_text(encoding="utf-8"))
 
 
+#: Wall time of the main run (every DAG in dependency order with DAG.test(), one process), in
+#: seconds, once the fixture ran; the live-stack suite reports it beside the scheduler's time.
+MAIN_RUN_SECONDS: list[float] = []
+
+
 @pytest.fixture(scope="module")
 def main_run(workdir: Path, template_db: Path) -> dict[str, Any]:
     home = new_home(workdir, "main-home", template_db)
+    started = time.monotonic()
     result = localrun(home, REPO)
+    MAIN_RUN_SECONDS.append(time.monotonic() - started)
     return {"home": home, "warehouse": home / "warehouse.duckdb", "result": result, "events": asset_events(home)}
 
 
@@ -350,7 +360,7 @@ def test_one_asset_event_per_published_dataset(main_run: dict[str, Any], manifes
         assert ev["task_id"] == "publish" and ev["asset"] in dag["outlets"]
         extra = ev["extra"]
         manifest_keys = {"manifest_uri", "file_count", "size_bytes"} if ev["asset"] in EXTRACTS else set()
-        keys = {"row_count", "quality_status", "failed_rules", "contract_id", "contract_version"} | manifest_keys
+        keys = {"row_count", "quality_status", "failed_rules", "contract_id", "contract_version", "openlineage"} | manifest_keys
         if dag["runtime"]["producer"]["type"] == "dbt":  # the dbt test summary of the audit
             assert set(extra) == keys | {"dbt_tests"}
             tests = extra["dbt_tests"]
@@ -404,7 +414,16 @@ def test_audit_verdict_is_in_xcom(main_run: dict[str, Any]) -> None:
         "one_row_per_contract_month",
         "credits_within_billings",
         "rowCount",
+        # the implicit rules of the declared constraints (required, the composite primary key)
+        "account_id_required",
+        "billing_month_required",
+        "currency_required",
+        "invoiced_amount_required",
+        "credited_amount_required",
+        "net_billed_amount_required",
+        "primary_key_unique",
     ]
+    assert all(r["success"] for r in verdict["datasets"][0]["results"])
     assert verdict["datasets"][0]["dbt_tests"] == {"total": 4, "passed": 4, "failed": 0, "warned": 0}
 
 
@@ -441,12 +460,23 @@ def test_seeded_warning_rule_publishes_degraded(seeded_run: dict[str, Any]) -> N
     assert seeded_run["result"]["runs"]["crm.accounts_raw"]["state"] == "success"
     events = [e for e in seeded_run["events"] if e["asset"] == "crm.accounts_raw"]
     assert len(events) == 1
+    ours = [
+        e
+        for e in lineage_events(seeded_run["home"])
+        if is_ours(e) and e["job"]["name"] == "crm.accounts_raw" and e["eventType"] == "COMPLETE"
+    ]
     assert events[0]["extra"] == {
         "row_count": 22,
         "quality_status": "degraded",
         "failed_rules": ["seeded_warning"],
         "contract_id": "crm.accounts_raw",
         "contract_version": events[0]["extra"]["contract_version"],
+        # the run of our contract job that published the batch, in the provider's convention
+        "openlineage": {
+            "parentJobNamespace": "acme.crm",
+            "parentJobName": "crm.accounts_raw",
+            "parentRunId": ours[0]["run"]["runId"],
+        },
     }
     assert len(table_rows(seeded_run["warehouse"], "crm.accounts_raw") or []) == 22
 
@@ -584,9 +614,14 @@ def check_dag_run_lineage(
     ]
     assert [e["eventType"] for e in provider] == [terminal], [e["eventType"] for e in provider]
     provider_run_id = provider[0]["run"]["runId"]
-    assert ours[0]["run"]["runId"] == provider_run_id, (dag_id, ours[0]["run"]["runId"], provider_run_id)
+    # our contract run nests under the provider's DAG run (ADR 0010): its own runId, derived from
+    # the DAG run's and the contract id, with parent and root naming the DAG run
+    expected_run_id = str(
+        generate_static_uuid(instant=datetime.fromisoformat(LOGICAL_DATE), data=f"{provider_run_id}.{dag_id}".encode())
+    )
+    assert ours[0]["run"]["runId"] == expected_run_id != provider_run_id, (dag_id, ours[0]["run"]["runId"])
     parent = ours[0]["run"]["facets"]["parent"]
-    assert parent["run"]["runId"] == provider_run_id
+    assert parent["run"]["runId"] == parent["root"]["run"]["runId"] == provider_run_id
     assert (parent["job"]["namespace"], parent["job"]["name"]) == (
         provider[0]["job"]["namespace"],
         provider[0]["job"]["name"],
@@ -678,6 +713,21 @@ def test_every_lineage_event_is_spec_valid(main_run: dict[str, Any], seeded_run:
                 generic[where.rsplit(".", 1)[-1]] += 1
     # only the provider's Airflow facets name a core base definition (RunFacet) as their schema
     assert set(generic) <= {"airflow", "airflowDagRun", "airflowState", "unknownSourceAttribute"}, generic
+
+
+def test_every_run_id_has_one_job(main_run: dict[str, Any], seeded_run: dict[str, Any]) -> None:
+    """Every runId (ours and the provider's) belongs to exactly one job; each of our runs has one
+    START and one terminal event (ADR 0010: no more sharing the provider's DAG-run runId)."""
+    for run in (main_run, seeded_run):
+        jobs: dict[str, set[tuple[str, str]]] = {}
+        ours: dict[str, Counter[str]] = {}
+        for event in lineage_events(run["home"]):
+            jobs.setdefault(event["run"]["runId"], set()).add((event["job"]["namespace"], event["job"]["name"]))
+            if is_ours(event):
+                ours.setdefault(event["run"]["runId"], Counter())[event["eventType"]] += 1
+        assert {r: j for r, j in jobs.items() if len(j) != 1} == {}
+        for run_id, counts in ours.items():
+            assert counts["START"] == 1 and counts["COMPLETE"] + counts["FAIL"] + counts["ABORT"] == 1, (run_id, counts)
 
 
 def test_lineage_of_every_published_run(main_run: dict[str, Any], manifest: dict[str, Any]) -> None:

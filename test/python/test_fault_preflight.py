@@ -110,8 +110,8 @@ def test_preflight_reports_each_fault_at_its_source(tmp_path: Path) -> None:
     assert '"few_nulls"' in by_code["CA8803"]["message"]
     assert _where(by_code["CA8804"])[:3] == ("CA8804", "contracts/sales/orders_raw.yaml", 13)
     assert '"shop_exports"' in by_code["CA8804"]["message"]
-    # the warehouse Connection of the config is not defined either: the DuckDB default, a warning
-    assert by_code["CA8805"]["severity"] == "warning"
+    # the warehouse Connection of the config is not defined either: the tasks would fail
+    assert by_code["CA8805"]["severity"] == "error"
 
 
 def test_preflight_passes_once_the_environment_has_what_the_tasks_need(tmp_path: Path) -> None:

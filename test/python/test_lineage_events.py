@@ -21,7 +21,7 @@ from contract_runtime.lineage import (
     emit_start,
 )
 from contract_runtime.lineage.facets import PRODUCER, SCHEMA_BASE_URL
-from contract_runtime.lineage.runid import dag_run_id, provider_namespace
+from contract_runtime.lineage.runid import contract_run_id, dag_run_id, provider_namespace
 from lineage_testkit import (
     CUSTOM_FACETS_DIR,
     check_run_cycle,
@@ -264,7 +264,8 @@ def test_git_commit_from_the_environment_and_from_the_bundle_version(
 
 
 def test_run_id_and_parent_name_the_airflow_dag_run(events_file: Path) -> None:
-    """runId is the provider's DAG-run id; ``parent`` names the DAG run as the provider does."""
+    """runId is our contract run's, derived from the provider's DAG-run id; ``parent`` and
+    ``root`` name the DAG run as the provider does (ADR 0010)."""
     from airflow.providers.openlineage.plugins.adapter import OpenLineageAdapter
 
     dag = dag_entry(MANIFEST, "revrec.close_summary")
@@ -273,8 +274,9 @@ def test_run_id_and_parent_name_the_airflow_dag_run(events_file: Path) -> None:
     expected = OpenLineageAdapter.build_dag_run_id(
         dag_id=dag["dag_id"], logical_date=run.run_after, clear_number=0
     )
+    assert expected == dag_run_id(run)
     for event in read_events(events_file):
-        assert event["run"]["runId"] == expected == dag_run_id(run)
+        assert event["run"]["runId"] == contract_run_id(run) != expected
         parent = event["run"]["facets"]["parent"]
         assert parent["run"] == {"runId": expected}
         assert parent["job"] == {
@@ -482,6 +484,11 @@ def test_custom_facet_schemas_are_laid_out_like_the_official_ones() -> None:
             "contractAssets_shrink",
             "RunFacet",
             F.ContractAssetsShrinkRunFacet,
+        ),
+        "ContractAssetsSkipRunFacet.json": (
+            "contractAssets_skip",
+            "RunFacet",
+            F.ContractAssetsSkipRunFacet,
         ),
         "ContractAssetsFilesInputDatasetFacet.json": (
             "contractAssets_files",

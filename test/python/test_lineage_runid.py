@@ -1,9 +1,11 @@
-"""The runId of a DAG run: deterministic, and equal to the Airflow OpenLineage provider's.
+"""The runIds: the DAG run's (equal to the Airflow OpenLineage provider's) and our contract
+run's, nested under it (ADR 0010).
 
 The provider (installed from the lock) derives a DAG run's id from the dag_id, the logical date
 (``run_after`` when it is None, as for asset-triggered runs in Airflow 3) and the clear number.
 ``dag_run_id`` reuses the provider's function when the provider is loaded; otherwise it computes
-the same value itself. Both paths are tested against the provider.
+the same value itself. Both paths are tested against the provider. ``contract_run_id`` is derived
+from that id and the contract id: deterministic per DAG run, never the DAG run's own id.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from contract_runtime.lineage.runid import (
+    contract_run_id,
     dag_run_id,
     fallback_dag_run_id,
     provider_namespace,
@@ -159,7 +162,7 @@ def test_cold_process_emits_start_fast_with_the_providers_run_id(
     tmp_path: Path,
 ) -> None:
     """A fresh interpreter without Airflow loaded: START is written well within the bound, the
-    provider is not imported for the id, and the id equals the provider's."""
+    provider is not imported for the id, and the ids are derived from the provider's."""
     from airflow.providers.openlineage.plugins.adapter import OpenLineageAdapter
 
     events = tmp_path / "events.jsonl"
@@ -197,9 +200,12 @@ print(json.dumps({
     assert not report["provider_loaded"], report
     (line,) = events.read_text(encoding="utf-8").splitlines()
     run = make_run("revrec.monthly")
-    assert json.loads(line)["run"]["runId"] == OpenLineageAdapter.build_dag_run_id(
+    provider_id = OpenLineageAdapter.build_dag_run_id(
         dag_id="revrec.monthly", logical_date=run.run_after, clear_number=0
     )
+    event = json.loads(line)
+    assert event["run"]["facets"]["parent"]["run"]["runId"] == provider_id
+    assert event["run"]["runId"] == contract_run_id(run) != provider_id
 
 
 def test_stand_in_run_identity_matches_the_runtimes() -> None:
@@ -212,3 +218,26 @@ def test_stand_in_run_identity_matches_the_runtimes() -> None:
     real = run_module.RunIdentity(**dataclasses.asdict(make_run("revrec.monthly")))
     stand_in = StandInRunIdentity(**dataclasses.asdict(make_run("revrec.monthly")))
     assert dag_run_id(real) == dag_run_id(stand_in)
+
+
+def test_contract_run_id_is_derived_from_the_dag_run_and_the_contract() -> None:
+    """Deterministic per DAG run (every task, try and map index), different from the DAG run's
+    id, from other contracts' and other DAG runs', and equal to the documented formula."""
+    from openlineage.client.uuid import generate_static_uuid
+
+    base = make_run("revrec.monthly")
+    variants = [
+        base,
+        make_run("revrec.monthly", "audit"),
+        make_run("revrec.monthly", "publish", try_number=3),
+        dataclasses.replace(base, map_index=2),
+    ]
+    assert {contract_run_id(v) for v in variants} == {contract_run_id(base)}
+    assert contract_run_id(base) != dag_run_id(base)
+    assert contract_run_id(base) != contract_run_id(base, "revrec.other")
+    assert contract_run_id(base) != contract_run_id(dataclasses.replace(base, clear_number=1))
+    assert contract_run_id(base) != contract_run_id(make_run("revrec.close_summary"))
+    instant = base.run_after
+    expected = generate_static_uuid(instant=instant, data=f"{dag_run_id(base)}.revrec.monthly".encode())
+    assert contract_run_id(base) == str(expected)
+    assert uuid.UUID(contract_run_id(base)).version == 7

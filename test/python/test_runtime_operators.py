@@ -126,12 +126,21 @@ def test_wap_through_the_operators_sets_xcom_and_asset_extra(project: str) -> No
             "failed_rules": [],
         }
     ]
+    from contract_runtime.lineage.runid import contract_run_id
+    from contract_runtime.run import RunIdentity
+
     assert ctx["outlet_events"][asset].extra == {
         "row_count": 1,
         "quality_status": "passed",
         "failed_rules": [],
         "contract_id": "sales.orders",
         "contract_version": "1.0.0",
+        # our contract run, in the OpenLineage provider's Asset-event convention (ADR 0010)
+        "openlineage": {
+            "parentJobNamespace": "test.sales",
+            "parentJobName": "sales.orders",
+            "parentRunId": contract_run_id(RunIdentity.from_context(ctx)),
+        },
     }
 
 

@@ -271,6 +271,9 @@ def test_stale_against_real_airflow_api_server(airflow: Airflow) -> None:
     marker = f"  - name: {OLD_NAME.split('.', 1)[1]}\n"
     assert text.count(marker) == 1, f"{RENAMED_CONTRACT} changed: no single '{marker.strip()}'"
     renamed = f"  - name: {NEW_NAME.split('.', 1)[1]}\n    renamed_from: [{OLD_NAME}]\n"
+    # A rename is a breaking change: it needs the contract's next major version (CA7701 otherwise).
+    assert text.count('\nversion: "1.5.0"\n') == 1, f"{RENAMED_CONTRACT} changed: no single 'version: \"1.5.0\"'"
+    text = text.replace('\nversion: "1.5.0"\n', '\nversion: "2.0.0"\n')
     monthly.write_text(text.replace(marker, renamed), encoding="utf-8")
     compiled = dagcheck.run_compile(airflow.project)
     assert compiled.returncode == 0, compiled.describe()

@@ -9,6 +9,7 @@ import { PiiLegalBasisRule } from "./PiiLegalBasisRule.js";
 import { ProjectPathRule } from "./ProjectPathRule.js";
 import { QualityRuleShapeRule } from "./QualityRuleShapeRule.js";
 import { ReservedExtraKeyRule } from "./ReservedExtraKeyRule.js";
+import { RequirePassedTriggerRule } from "./RequirePassedTriggerRule.js";
 import { ReservedNameRule } from "./ReservedNameRule.js";
 import type { DocumentRule } from "./rule.js";
 import { TemplateFreeTextRule } from "./TemplateFreeTextRule.js";
@@ -30,6 +31,7 @@ export const DOCUMENT_RULES: readonly DocumentRule[] = [
   QualityRuleShapeRule,
   ReservedExtraKeyRule,
   TriggerShapeRule,
+  RequirePassedTriggerRule,
   DagTagRule,
   IdDomainRule,
   CredentialInTextRule,

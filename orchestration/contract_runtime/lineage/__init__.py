@@ -10,9 +10,13 @@ budget (``CONTRACT_ASSETS_LINEAGE_TIMEOUT``, see :mod:`contract_runtime.lineage.
   ``dataQualityAssertions`` in the tested dataset's ``inputFacets``; before the terminal event.
 * :func:`emit_complete` — ``publish`` succeeded: COMPLETE, with the published outputs.
 * :func:`emit_fail` — the final failure (not a retry) of any task: FAIL, with ``errorMessage``.
+* :func:`emit_skip` — ``produce`` skipped the run (``require: passed`` not met): ABORT, with
+  ``contractAssets_skip``.
 
-All events of one DAG run share one runId, equal to the Airflow OpenLineage provider's DAG-run id
-(:func:`dag_run_id`). The job is ``<lineage namespace>.<domain>`` / ``<contract id>``.
+All events of one DAG run share one runId, our contract job's run (:func:`contract_run_id`,
+derived from the Airflow OpenLineage provider's DAG-run id and the contract id), whose ``parent``
+and ``root`` facets name the provider's DAG run (ADR 0010). The job is ``<lineage
+namespace>.<domain>`` / ``<contract id>``.
 
 Import cost: this package imports the openlineage client (about 0.5 s cold), so the operators
 import it inside ``execute``, never at DAG-parse time. The first event of a process may also import
@@ -30,6 +34,7 @@ from contract_runtime.lineage.events import (
     fail_event,
     job_name,
     job_namespace,
+    skip_event,
     start_event,
 )
 from contract_runtime.lineage.identity import (
@@ -38,6 +43,7 @@ from contract_runtime.lineage.identity import (
 )
 from contract_runtime.lineage.runid import (
     RunIdentityLike,
+    contract_run_id,
     dag_run_id,
     provider_namespace,
 )
@@ -45,11 +51,13 @@ from contract_runtime.lineage.transport import lineage_disabled, log, one_line, 
 
 __all__ = [
     "child_parent",
+    "contract_run_id",
     "dag_run_id",
     "duckdb_warehouse_namespace",
     "emit_assertions",
     "emit_complete",
     "emit_fail",
+    "emit_skip",
     "emit_start",
     "sql_warehouse_namespace",
 ]
@@ -134,6 +142,17 @@ def emit_fail(
     _emit("FAIL", dag, lambda: fail_event(manifest, dag, run, error, task_id), run)
 
 
+def emit_skip(
+    manifest: dict[str, Any], dag: dict[str, Any], run: RunIdentityLike, reason: str, unmet: list[dict[str, Any]]
+) -> None:
+    """Send ABORT for a run ``produce`` skipped because ``require: passed`` was not met.
+
+    :param reason: One line (``contract_runtime.gate.describe``).
+    :param unmet: ``contract_runtime.gate.unmet_requirements``.
+    """
+    _emit("ABORT", dag, lambda: skip_event(manifest, dag, run, reason, unmet), run)
+
+
 def child_parent(manifest: dict[str, Any], dag: dict[str, Any], run: RunIdentityLike) -> dict[str, str] | None:
     """The contract run as the parent of another integration's events (dbt-ol), or None when
     lineage is switched off.
@@ -145,12 +164,11 @@ def child_parent(manifest: dict[str, Any], dag: dict[str, Any], run: RunIdentity
     """
     if lineage_disabled():
         return None
-    run_id = dag_run_id(run)
     return {
         "namespace": job_namespace(manifest, dag),
         "name": job_name(dag),
-        "run_id": run_id,
+        "run_id": contract_run_id(run, str(dag["dag_id"])),
         "root_namespace": provider_namespace(),
         "root_name": str(dag["dag_id"]),
-        "root_run_id": run_id,
+        "root_run_id": dag_run_id(run),
     }

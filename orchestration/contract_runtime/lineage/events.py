@@ -47,6 +47,7 @@ from contract_runtime.lineage.identity import (
 )
 from contract_runtime.lineage.runid import (
     RunIdentityLike,
+    contract_run_id,
     dag_run_id,
     provider_namespace,
 )
@@ -58,6 +59,7 @@ __all__ = [
     "job_name",
     "job_namespace",
     "resolve_git_commit",
+    "skip_event",
     "start_event",
 ]
 
@@ -120,13 +122,13 @@ def _run(
     run: RunIdentityLike,
     extra: Mapping[str, RunFacet] | None = None,
 ) -> Run:
-    run_id = dag_run_id(run)
     run_facets: dict[str, RunFacet] = {
         "contractAssets_provenance": F.provenance_facet(
-            manifest, dag, resolve_git_commit(run)
+            manifest, dag, resolve_git_commit(run), run
         ),
-        "parent": F.parent_facet(provider_namespace(), str(dag["dag_id"]), run_id),
+        "parent": F.parent_facet(provider_namespace(), str(dag["dag_id"]), dag_run_id(run)),
     }
+    run_id = contract_run_id(run, str(dag["dag_id"]))
     run_facets.update(extra or {})
     return Run(runId=run_id, facets=run_facets)
 
@@ -294,6 +296,27 @@ def complete_event(
         run,
         inputs=input_datasets,
         outputs=output_datasets,
+        event_time=event_time,
+    )
+
+
+def skip_event(
+    manifest: Mapping[str, Any],
+    dag: Mapping[str, Any],
+    run: RunIdentityLike,
+    reason: str,
+    unmet: Sequence[Mapping[str, Any]],
+    *,
+    event_time: str | None = None,
+) -> RunEvent:
+    """The ABORT event of a run skipped by ``require: passed`` (terminal: the run stopped before
+    producing anything), with ``contractAssets_skip`` saying why."""
+    return _event(
+        RunState.ABORT,
+        manifest,
+        dag,
+        run,
+        run_facets={"contractAssets_skip": F.ContractAssetsSkipRunFacet(reason=reason, unmet=[dict(u) for u in unmet], producer=F.PRODUCER)},
         event_time=event_time,
     )
 

@@ -101,6 +101,8 @@ class ContractAssetsProvenanceRunFacet(RunFacet):
     git_commit: str | None = attr.field(default=None)
     git_commit_source: str | None = attr.field(default=None)
     producer_ref: dict[str, str] | None = attr.field(default=None)
+    dag_bundle: dict[str, Any] | None = attr.field(default=None)
+    consumed_batches: list[dict[str, Any]] | None = attr.field(default=None)
 
     @staticmethod
     def _get_schema() -> str:
@@ -130,6 +132,66 @@ class ContractAssetsShrinkRunFacet(RunFacet):
     @staticmethod
     def _get_schema() -> str:
         return _schema_url("ContractAssetsShrink", "RunFacet")
+
+
+@attr.define
+class ContractAssetsSkipRunFacet(RunFacet):
+    """Why a run was skipped: the ``require: passed`` upstreams whose triggering event it refused."""
+
+    reason: str
+    unmet: list[dict[str, Any]] = attr.field(factory=list)
+
+    @staticmethod
+    def _get_schema() -> str:
+        return _schema_url("ContractAssetsSkip", "RunFacet")
+
+
+def consumed_batches(run: object) -> list[dict[str, Any]]:
+    """The upstream batches a run consumed: one per triggering Asset event (``run.triggering_events``
+    of :class:`~contract_runtime.run.RunIdentity`), oldest first.
+
+    Each is ``{"asset", "source_dag_id", "source_run_id", "timestamp", "runId", "quality_status"}``:
+    ``runId`` is our runId of the run that published the batch, read from the event's
+    ``extra.openlineage.parentRunId`` (None when the publisher wrote none, e.g. an external
+    Asset), ``quality_status`` its ``extra.quality_status`` (None likewise). So a published number
+    is traced back batch by batch: this run -> the batches -> the runs that published them.
+    """
+    batches = []
+    for event in getattr(run, "triggering_events", ()) or ():
+        extra = event.get("extra") or {}
+        found = extra.get("openlineage")
+        lineage: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+        run_id = lineage.get("parentRunId")
+        status = extra.get("quality_status")
+        batches.append(
+            {
+                "asset": str(event.get("asset", "")),
+                "source_dag_id": event.get("source_dag_id"),
+                "source_run_id": event.get("source_run_id"),
+                "timestamp": str(event.get("timestamp", "")),
+                "runId": str(run_id) if isinstance(run_id, str) and _UUID.match(run_id) else None,
+                "quality_status": str(status) if isinstance(status, str) else None,
+            }
+        )
+    return batches
+
+
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+def dag_bundle(run: object) -> dict[str, Any] | None:
+    """The DAG bundle the run's task came from, as the Airflow OpenLineage provider reads it
+    (``ti.bundle_instance``): ``{"name", "versioned": True, "version"}`` for a versioned bundle (a
+    GitDagBundle's version is the commit), ``{"name", "versioned": False}`` for an unversioned one
+    such as the local ``dags-folder`` (said explicitly, never guessed; ``versioned`` because the
+    OpenLineage client drops null fields); None when Airflow did not say (``DAG.test()``)."""
+    name = getattr(run, "bundle_name", None)
+    if not name:
+        return None
+    version = getattr(run, "bundle_version", None)
+    if version:
+        return {"name": str(name), "versioned": True, "version": str(version)}
+    return {"name": str(name), "versioned": False}
 
 
 def _file_entries(files: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -194,12 +256,15 @@ def provenance_facet(
     manifest: Mapping[str, Any],
     dag: Mapping[str, Any],
     git_commit: tuple[str, str] | None,
+    run: object = None,
 ) -> ContractAssetsProvenanceRunFacet:
     """The ``contractAssets_provenance`` run facet, forwarded from the manifest.
 
     :param manifest: The compiled manifest (``manifestVersion``, ``compiler``).
     :param dag: The manifest's ``dags[]`` entry.
     :param git_commit: ``(commit, source)`` from :func:`resolve_git_commit`, or None.
+    :param run: The run identity: its DAG bundle (:func:`dag_bundle`) and the upstream batches it
+        consumed (:func:`consumed_batches`).
     :returns: The facet; producer params masked (:func:`~contract_runtime.lineage.redact.mask_params`).
         A compiled manifest always has the contract path, hashes and version; a field missing from
         a hand-made manifest is left out rather than costing the whole event.
@@ -239,6 +304,8 @@ def provenance_facet(
         git_commit=git_commit[0] if git_commit else None,
         git_commit_source=git_commit[1] if git_commit else None,
         producer_ref=producer_ref or None,
+        dag_bundle=dag_bundle(run),
+        consumed_batches=consumed_batches(run) or None,
         step_params=mask_params(dict(producer.get("params") or {})),
         producer=PRODUCER,
     )

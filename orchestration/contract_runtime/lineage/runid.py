@@ -1,8 +1,11 @@
-"""The OpenLineage runId of a DAG run, and the job that names that DAG run.
+"""The OpenLineage runIds of a contract run and of the Airflow DAG run it nests under.
 
-One pipeline run is one Airflow DAG run (DESIGN §6.1): every task and every retry of the run keys
-its events to one runId. The id is the one the Airflow OpenLineage provider gives the DAG run, so
-the provider's DAG events and ours accumulate on the same run.
+One pipeline run is one Airflow DAG run (DESIGN §6.1, ADR 0010): our contract job's run is a
+child of the DAG run. Its runId (:func:`contract_run_id`) is deterministic, derived from the DAG
+run's runId as the Airflow OpenLineage provider gives it (:func:`dag_run_id`) and the contract
+id, so every task and every retry of the DAG run keys its events to it, and every runId belongs
+to exactly one job: the provider's DAG-run events keep the DAG run's runId, ours keep ours, and
+our ``parent``/``root`` facets name the provider's DAG run.
 
 How the provider (apache-airflow-providers-openlineage 2.20.x) derives it, read from its source:
 
@@ -32,7 +35,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-__all__ = ["RunIdentityLike", "dag_run_id", "dag_run_instant", "provider_namespace"]
+__all__ = ["RunIdentityLike", "contract_run_id", "dag_run_id", "dag_run_instant", "provider_namespace"]
 
 
 class RunIdentityLike(Protocol):
@@ -148,3 +151,23 @@ def fallback_dag_run_id(
             instant=instant, data=f"{ns}.{dag_id}.{clear_number}".encode()
         )
     )
+
+
+def contract_run_id(run: RunIdentityLike, contract_id: str | None = None) -> str:
+    """Deterministic OpenLineage runId of our contract job's run inside the DAG run ``run``.
+
+    ``generate_static_uuid(instant, f"{dag_run_id(run)}.{contract_id}")``: a UUIDv7 with the
+    DAG run's instant (logical date, else ``run_after``) as its time part, so it sorts with the
+    provider's ids, and the SHA-1 of the DAG run's runId and the contract id as the rest. The same
+    for every task, try and map index of the run; a cleared DAG run (new ``clear_number``, new
+    DAG-run runId) gets a new one.
+
+    :param run: The run identity.
+    :param contract_id: The contract id (default ``run.dag_id``: a generated DAG's id is its
+        contract id).
+    :returns: A UUID string, never equal to :func:`dag_run_id` of the same run.
+    """
+    from openlineage.client.uuid import generate_static_uuid
+
+    contract = contract_id if contract_id is not None else run.dag_id
+    return str(generate_static_uuid(instant=dag_run_instant(run), data=f"{dag_run_id(run)}.{contract}".encode()))
