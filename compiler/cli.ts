@@ -129,7 +129,7 @@ async function compileCommand(options: CompileFlags, mode: "compile" | "validate
   let summary = "";
   let drift: import("./report/formatDrift.js").DriftPatch[] = [];
   if (!hasErrors(diagnostics) && mode === "compile" && result.files) {
-    const written = writeOutputs(layout, result.files, { check: options.check ?? false });
+    const written = writeOutputs(layout, result.files, { check: options.check ?? false, ...result.writeScope });
     // What differs, file by file (sqlc's `verify`): bounded unified diffs.
     if (written.value.drift?.length) drift = (await import("./report/formatDrift.js")).driftPatches(written.value.drift);
     diagnostics = sortDiagnostics([...diagnostics, ...written.diagnostics]);
@@ -175,6 +175,60 @@ async function withProject(options: CommonOptions, io: CliIo, body: (r: import("
     return EXIT_INPUT;
   }
   return body(result);
+}
+
+/**
+ * A folder or file given on the command line, read relative to the project root (`--root`, by
+ * default the current directory) like every path of the project; it may lie outside the root.
+ */
+function relativeToRoot(root: string, given: string, what: string): string {
+  if (given === "") throw new UsageError(`${what} needs a path`);
+  const relative = path.relative(root, path.resolve(root, given)).split(path.sep).join("/");
+  return relative === "" ? "." : relative;
+}
+
+interface ExchangeFlags extends CommonOptions {
+  out?: string;
+}
+
+/** `export odcs`: compile, render one ODCS document per contract, write them (only changed files). */
+async function exportOdcsCommand(options: ExchangeFlags, io: CliIo): Promise<number> {
+  const { exportOdcs } = await import("./pipeline.js");
+  const { defaultLayout } = await import("./discover/discoverProject.js");
+  const { formatDiagnostics } = await import("./diagnostics/format.js");
+  const { hasErrors, sortDiagnostics } = await import("./diagnostics/diagnostic.js");
+  const { writeOutputs } = await import("./write/writeOutputs.js");
+  const { DEFAULT_ODCS_DIR } = await import("./render/renderOdcs.js");
+  const layout = defaultLayout(rootOf(options));
+  const dir = options.out !== undefined ? relativeToRoot(layout.root, options.out, "--out") : DEFAULT_ODCS_DIR;
+  const result = exportOdcs(layout, dir);
+  let diagnostics = result.diagnostics;
+  let summary = "";
+  if (result.files) {
+    const written = writeOutputs({ ...layout, outDir: dir }, result.files, { check: false, ...result.writeScope });
+    diagnostics = sortDiagnostics([...diagnostics, ...written.diagnostics]);
+    const r = written.value;
+    summary = `exported ${result.files.size} ODCS documents to ${options.out ?? dir}: ${r.written.length} written, ${r.deleted.length} deleted, ${r.unchanged.length} unchanged\n`;
+  }
+  io.stderr(formatDiagnostics(diagnostics, "text", (f) => result.sources.get(f)) + summary);
+  return hasErrors(diagnostics) ? EXIT_INPUT : EXIT_OK;
+}
+
+/** `import odcs`: read ODCS documents, write our contracts, report the validation of what was written. */
+async function importOdcsCommand(files: string[], options: ExchangeFlags, io: CliIo): Promise<number> {
+  const { importOdcs } = await import("./pipeline.js");
+  const { defaultLayout } = await import("./discover/discoverProject.js");
+  const { formatDiagnostics } = await import("./diagnostics/format.js");
+  const { hasErrors, sortDiagnostics } = await import("./diagnostics/diagnostic.js");
+  const { writeOutputs } = await import("./write/writeOutputs.js");
+  const layout = defaultLayout(rootOf(options));
+  const dir = options.out !== undefined ? relativeToRoot(layout.root, options.out, "--out") : layout.contractsDir;
+  const result = importOdcs(layout, files.map((f) => relativeToRoot(layout.root, f, "a file")), dir);
+  const written = writeOutputs({ ...layout, outDir: dir }, result.files, { check: false, ...result.writeScope });
+  const diagnostics = sortDiagnostics([...result.diagnostics, ...written.diagnostics]);
+  const summary = `imported ${result.files.size} of ${files.length} ODCS documents into ${options.out ?? dir}: ${written.value.written.length} written, ${written.value.unchanged.length} unchanged\n`;
+  io.stderr(formatDiagnostics(diagnostics, "text", (f) => result.sources.get(f)) + summary);
+  return hasErrors(diagnostics) ? EXIT_INPUT : EXIT_OK;
 }
 
 /**
@@ -338,6 +392,23 @@ export function buildProgram(io: CliIo = PROCESS_IO): Command {
         });
       }, io),
     );
+  const exporter = program.command("export").description("write the contracts in another format");
+  exporter
+    .command("odcs")
+    .description("write one ODCS v3 document per contract (<contract id>.odcs.yaml); orchestration fields as customProperties")
+    .option("--out <dir>", "the folder to write (default: generated/odcs)")
+    .addOption(root)
+    .addOption(debug)
+    .action((opts: ExchangeFlags) => guarded(opts, () => exportOdcsCommand(opts, io), io));
+  const importer = program.command("import").description("write contracts of ours from another format");
+  importer
+    .command("odcs")
+    .description("write our contract YAML from ODCS v3 documents, with comments on the orchestration fields to fill in; then validate it")
+    .argument("<file...>", "ODCS documents (apiVersion v3.x.x, kind DataContract)")
+    .option("--out <dir>", "the folder to write <domain>/<name>.yaml under (default: contracts)")
+    .addOption(root)
+    .addOption(debug)
+    .action((files: string[], opts: ExchangeFlags) => guarded(opts, () => importOdcsCommand(files, opts, io), io));
   const drift = program.command("drift").description("schema drift proposals written by the runtime");
   drift
     .command("apply")

@@ -1,16 +1,21 @@
 import { createDiagnostic, Diagnostics } from "./diagnostics/catalogue.js";
 import { hasErrors, sortDiagnostics, type Diagnostic } from "./diagnostics/diagnostic.js";
-import { discoverProject, MAX_MANIFEST_BYTES, readReferencedFiles, type ProjectLayout, type SourceFile } from "./discover/discoverProject.js";
+import { discoverProject, MAX_MANIFEST_BYTES, readReferencedFiles, readSourceFile, type ProjectLayout, type SourceFile } from "./discover/discoverProject.js";
 import { breakingDiagnostics, diffManifests, type ManifestDiff } from "./diff/diffManifests.js";
 import { buildGraph, type AssetGraph } from "./graph/buildGraph.js";
 import { dbtManifestPath } from "./link/dbtProject.js";
 import { linkProject, type LinkedProject } from "./link/linkProject.js";
 import { buildManifest, type Manifest } from "./manifest/buildManifest.js";
 import { parseManifest } from "./manifest/parseManifest.js";
-import { parseContracts } from "./parse/parseContracts.js";
+import { isOdcsDocument } from "./model/odcs.js";
+import { parseContracts, parseDocument } from "./parse/parseContracts.js";
 import { planDags } from "./plan/planDags.js";
+import { renderContractYaml } from "./render/renderContractYaml.js";
 import { renderModules, type FileMap } from "./render/renderModules.js";
+import { renderOdcs } from "./render/renderOdcs.js";
+import { readOdcsContract } from "./validate/readOdcs.js";
 import { validateDocuments } from "./validate/validateDocuments.js";
+import type { WriteScope } from "./write/writeOutputs.js";
 
 /** Everything one compile produced, in memory; nothing is written here. */
 export interface CompileResult {
@@ -27,6 +32,8 @@ export interface CompileResult {
   previousManifest?: Manifest;
   /** The changes against the previous manifest (or the one given in the options). */
   diff?: ManifestDiff;
+  /** What of the output folder `write` manages for these files (the ODCS export folder only when compile writes it). */
+  writeScope: WriteScope;
 }
 
 /**
@@ -103,7 +110,15 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
   const graph = buildGraph(linked.value);
   diagnostics.push(...graph.diagnostics);
 
-  const result: CompileResult = { diagnostics: [], sources, project: linked.value, graph: graph.value };
+  const odcsDir = `${layout.outDir}/odcs`;
+  const exportsOdcs = linked.value.config.exportOdcs;
+  const result: CompileResult = {
+    diagnostics: [],
+    sources,
+    project: linked.value,
+    graph: graph.value,
+    writeScope: exportsOdcs ? {} : { ignore: ["odcs/**"] },
+  };
   if (previousManifest) result.previousManifest = previousManifest;
   // The manifest is built even when there are errors, so the diff can say what the change does;
   // nothing is rendered (so nothing can be written) unless every stage is clean.
@@ -128,10 +143,98 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
   if (!hasErrors(diagnostics)) {
     const rendered = renderModules(manifest.value.manifest, manifest.value.text, layout.outDir);
     diagnostics.push(...rendered.diagnostics);
+    if (exportsOdcs) {
+      const odcs = renderOdcs(linked.value, odcsDir);
+      diagnostics.push(...odcs.diagnostics);
+      for (const [file, text] of odcs.value) rendered.value.set(file, text);
+    }
     if (!hasErrors(diagnostics)) result.files = rendered.value;
   }
   result.diagnostics = sortDiagnostics(diagnostics);
   return result;
+}
+
+/** What `export odcs` produced: the compile's diagnostics and, when it was clean, the documents. */
+export interface ExportResult {
+  diagnostics: Diagnostic[];
+  sources: Map<string, string>;
+  /** `<dir>/<contract id>.odcs.yaml` → text; absent when the project has errors. */
+  files?: FileMap;
+  /** For `write`: only the `*.odcs.yaml` files of the folder are the export's. */
+  writeScope: WriteScope;
+}
+
+/**
+ * `export odcs`: compiles the project (every check of `compile`), then renders one ODCS v3 document
+ * per contract into `dir` (project-relative). Nothing is rendered when the project has errors.
+ */
+export function exportOdcs(layout: ProjectLayout, dir: string): ExportResult {
+  const compiled = compileProject(layout);
+  const result: ExportResult = { diagnostics: compiled.diagnostics, sources: compiled.sources, writeScope: { owns: ["*.odcs.yaml"] } };
+  if (hasErrors(compiled.diagnostics) || !compiled.project) return result;
+  const rendered = renderOdcs(compiled.project, dir);
+  result.diagnostics = sortDiagnostics([...compiled.diagnostics, ...rendered.diagnostics]);
+  if (!hasErrors(result.diagnostics)) result.files = rendered.value;
+  return result;
+}
+
+/** What `import odcs` produced. */
+export interface ImportResult {
+  diagnostics: Diagnostic[];
+  sources: Map<string, string>;
+  /** The contracts written from the ODCS documents, by project-relative path (also when they do not validate yet). */
+  files: FileMap;
+  /** `write` manages only these files: nothing else in the target folder is touched. */
+  writeScope: WriteScope;
+}
+
+/**
+ * `import odcs`: discover reads each ODCS file, parse and validate read it as a contract (leniently:
+ * a missing producer becomes a comment to fill in), render writes our YAML to
+ * `<dir>/<domain>/<name>.yaml` (the id's two segments), and the written text is parsed and validated
+ * again as our format, so its diagnostics are located in the file the user will edit. A file that
+ * is not an ODCS v3 document, or cannot be read as one, gives no output.
+ */
+export function importOdcs(layout: ProjectLayout, paths: readonly string[], dir: string): ImportResult {
+  const diagnostics: Diagnostic[] = [];
+  const sources = new Map<string, string>();
+  const files: FileMap = new Map();
+  const importedFrom = new Map<string, string>();
+  for (const relative of paths) {
+    const file = readSourceFile(layout.root, relative, diagnostics);
+    if (!file) continue;
+    sources.set(file.path, file.text);
+    const parsed = parseDocument(file);
+    diagnostics.push(...parsed.diagnostics);
+    if (!parsed.value) continue;
+    const raw = parsed.value.value as Record<string, unknown>;
+    if (!isOdcsDocument(raw)) {
+      diagnostics.push(createDiagnostic(Diagnostics.NotOdcs, {}, parsed.value.locate(raw.kind !== undefined ? ["kind"] : [])));
+      continue;
+    }
+    const reading = readOdcsContract(parsed.value, { lenient: true });
+    diagnostics.push(...reading.diagnostics);
+    const document = reading.value.document;
+    if (!document) continue;
+    const contract = document.value as Record<string, unknown>;
+    const [first, second] = String(contract.id).split(".");
+    const target = `${dir}/${first}/${second ?? first}.yaml`;
+    const taken = importedFrom.get(target);
+    if (taken !== undefined) {
+      diagnostics.push(createDiagnostic(Diagnostics.OdcsImportTargetTaken, { path: String(contract.id), first: taken }, parsed.value.locate(["id"])));
+      continue;
+    }
+    importedFrom.set(target, file.path);
+    // A file outside the project is named by its base name only: no machine path in the output.
+    const shown = file.path.startsWith("../") ? file.path.slice(file.path.lastIndexOf("/") + 1) : file.path;
+    files.set(target, renderContractYaml(contract, { path: shown, apiVersion: String(raw.apiVersion) }, reading.value.missing));
+  }
+  // The result is then validated as our format, located in the written files.
+  const written = [...files].map(([path, text]) => ({ path, text, bytes: new TextEncoder().encode(text) }));
+  for (const f of written) sources.set(f.path, f.text);
+  const reparsed = parseContracts(written);
+  diagnostics.push(...reparsed.diagnostics, ...validateDocuments(reparsed.value, []).diagnostics);
+  return { diagnostics: sortDiagnostics(diagnostics), sources, files, writeScope: { owns: [] } };
 }
 
 /** An internal error as a diagnostic (exit 2 in the CLI). */

@@ -84,6 +84,12 @@ export const Diagnostics = {
     "error",
     (a) => `a document of kind ${q(a.kind)} belongs under ${a.folder}`,
   ),
+  NotOdcs: entry("CA2602", "error", () => `not an ODCS data contract: "import odcs" reads documents of kind "DataContract" with an apiVersion such as "v3.1.0"`),
+  OdcsVersionUnsupported: entry<{ apiVersion: string }>(
+    "CA2601",
+    "error",
+    (a) => `ODCS ${a.apiVersion} is not supported; this compiler reads ODCS v3 data contracts (apiVersion v3.0.0 or later)`,
+  ),
 
   // 3: validate (schema and per-document rules)
   UnknownField: entry<{ field: string; where: string }>("CA3001", "error", (a) => `unknown field ${q(a.field)} in ${a.where}`),
@@ -237,6 +243,31 @@ export const Diagnostics = {
     (a) => `the producer type ${q(a.type)} has no runtime in contract_runtime; use one of ${a.implemented}`,
   ),
 
+  OdcsOrchestrationMissing: entry<{ field: string; reason: string }>(
+    "CA3601",
+    "error",
+    (a) => `the ODCS contract has no ${a.field}; ${a.reason}`,
+  ),
+  OdcsCustomPropertyTwice: entry<{ property: string }>(
+    "CA3602",
+    "error",
+    (a) => `the custom property ${q(a.property)} is set twice in the same list`,
+  ),
+  OdcsQualityNotRun: entry<{ rule: string; reason: string }>(
+    "CA3603",
+    "warning",
+    (a) => `the ODCS quality rule ${a.rule} is not run by the audit task: ${a.reason}`,
+  ),
+  OdcsImportTargetTaken: entry<{ path: string; first: string }>(
+    "CA3605",
+    "error",
+    (a) => `this ODCS document declares the contract id ${q(a.path)}, as ${q(a.first)} does; it is not imported`,
+  ),
+  OdcsFieldNotHonoured: entry<{ field: string; reason: string }>(
+    "CA3604",
+    "warning",
+    (a) => `${a.field} is not honoured in Airflow: ${a.reason}`,
+  ),
   QualitySqlUnknownPlaceholder: entry<{ placeholder: string }>(
     "CA3801",
     "error",

@@ -17,6 +17,8 @@ export interface OrchestrationConfig {
   producers: Map<string, { command: string[]; env: Record<string, string> }>;
   overrides: Array<RunSettings & { match: { domain?: string; contract?: string }; location: SourceLocation }>;
   sampleData: Map<string, string>;
+  /** Whether compile also writes the ODCS export (`exports: {odcs: true}`). */
+  exportOdcs: boolean;
   /** Where the runtime writes schema-drift proposals (`proposals`); absent: beside the warehouse. */
   proposals?: { uri: string; connection_id?: string };
 }
@@ -43,6 +45,7 @@ export function mergeConfigs(configs: ReadonlyArray<Located<OrchestrationConfigD
     producers: new Map(),
     overrides: [],
     sampleData: new Map(),
+    exportOdcs: false,
   };
   const firstSeen = new Map<string, SourceLocation>();
   const claim = (key: string, location: SourceLocation): boolean => {
@@ -62,6 +65,7 @@ export function mergeConfigs(configs: ReadonlyArray<Located<OrchestrationConfigD
     if (document.lineage !== undefined && claim("lineage", source.locate(["lineage"], "key"))) config.lineageNamespace = document.lineage.namespace;
     if (document.proposals !== undefined && claim("proposals", source.locate(["proposals"], "key"))) config.proposals = document.proposals;
     if (document.defaults !== undefined && claim("defaults", source.locate(["defaults"], "key"))) config.defaults = document.defaults;
+    if (document.exports?.odcs !== undefined && claim("exports.odcs", source.locate(["exports", "odcs"], "key"))) config.exportOdcs = document.exports.odcs;
     for (const [name, s] of Object.entries(document.schedules ?? {})) {
       if (claim(`schedules.${name}`, source.locate(["schedules", name], "key"))) config.schedules.set(name, { cron: s.cron, timezone: s.timezone ?? "UTC" });
     }

@@ -177,6 +177,8 @@ export interface OrchestrationConfigDocument {
   producers?: Record<string, { command: string[]; env?: Record<string, string> }>;
   overrides?: Array<RunSettings & { match: { domain?: string; contract?: string } }>;
   sample_data?: Record<string, string>;
+  /** Extra outputs of compile: `odcs: true` writes the ODCS export under the output folder. */
+  exports?: { odcs?: boolean };
   proposals?: { uri: string; connection_id?: string };
 }
 

@@ -16,6 +16,11 @@ export interface ParsedDocument {
   value: unknown;
   /** Finds the location of a node (or of its key) by path; falls back to the nearest parent. */
   locate: (path: NodePath, part?: "value" | "key") => SourceLocation;
+  /**
+   * Names a path for messages in the author's terms; absent for documents read as they are. A
+   * document translated from another format (ODCS) names the path of the file the author wrote.
+   */
+  describe?: (path: NodePath) => string;
 }
 
 const YAML_OPTIONS = {

@@ -67,9 +67,10 @@ export function mapSchemaErrors(doc: ParsedDocument, errors: readonly ErrorObjec
     const guess = suggest((error.params as { additionalProperty: string }).additionalProperty, known);
     if (guess) misspelt.add(`${error.instancePath}/${guess}`);
   }
+  const describe = doc.describe ?? describePath;
   for (const error of errors) {
     const path = pointerToPath(error.instancePath);
-    const field = describePath(path);
+    const field = describe(path);
     const parentSchema = error.parentSchema as Record<string, unknown> | undefined;
     switch (error.keyword) {
       case "if":
@@ -143,7 +144,7 @@ export function mapSchemaErrors(doc: ParsedDocument, errors: readonly ErrorObjec
           out.push(
             createDiagnostic(
               Diagnostics.BadEnum,
-              { field: describePath(tagged), value: describeValue(value), allowed: allowed.map((v) => JSON.stringify(v)).join(", ") },
+              { field: describe(tagged), value: describeValue(value), allowed: allowed.map((v) => JSON.stringify(v)).join(", ") },
               doc.locate(tagged),
               guess ? { hint: `did you mean "${guess}"?` } : {},
             ),
@@ -185,7 +186,7 @@ export function mapSchemaErrors(doc: ParsedDocument, errors: readonly ErrorObjec
         const propertyName = (error.params as { propertyName?: string }).propertyName;
         const at = propertyName !== undefined ? [...path, propertyName] : path;
         out.push(
-          createDiagnostic(Diagnostics.SchemaViolation, { field: describePath(at), detail: error.message ?? error.keyword }, doc.locate(at, propertyName !== undefined ? "key" : "value")),
+          createDiagnostic(Diagnostics.SchemaViolation, { field: describe(at), detail: error.message ?? error.keyword }, doc.locate(at, propertyName !== undefined ? "key" : "value")),
         );
       }
     }

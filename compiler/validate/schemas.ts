@@ -11,13 +11,15 @@ const require = createRequire(import.meta.url);
 // Schemas are read from the sources (compiler/schemas), also when running from dist/.
 const Ajv = AjvModule as unknown as typeof AjvModule.default;
 
-export type SchemaKind = "IngestionContract" | "TransformContract" | "ExternalAssets" | "OrchestrationConfig";
+/** A document kind with a schema; `DataContract` is an ODCS v3 document, checked before it is read (docs/odcs.md). */
+export type SchemaKind = "IngestionContract" | "TransformContract" | "ExternalAssets" | "OrchestrationConfig" | "DataContract";
 
 const FILES: Record<SchemaKind, string> = {
   IngestionContract: "ingestion-contract",
   TransformContract: "transform-contract",
   ExternalAssets: "external-assets",
   OrchestrationConfig: "orchestration-config",
+  DataContract: "odcs-contract",
 };
 
 let compiled: Record<SchemaKind, ValidateFunction> | undefined;

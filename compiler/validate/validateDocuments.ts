@@ -8,9 +8,11 @@ import {
   type ExternalAssetsDocument,
   type OrchestrationConfigDocument,
 } from "../model/contract.js";
+import { isOdcsDocument } from "../model/odcs.js";
 import type { ParsedDocument } from "../parse/parseContracts.js";
 import { suggest } from "../support/suggest.js";
 import { mapSchemaErrors } from "./mapSchemaErrors.js";
+import { readOdcsContract } from "./readOdcs.js";
 import { DOCUMENT_RULES } from "./rules/index.js";
 import { validatorFor, type SchemaKind } from "./schemas.js";
 
@@ -109,21 +111,35 @@ export function validateDocuments(
 ): StageResult<ValidatedProject> {
   const diagnostics: Diagnostic[] = [];
   const value: ValidatedProject = { contracts: [], externals: [], configs: [], unresolvedNames: new Set(), unresolvedIds: new Set(), configBroken: false };
-  const run = (parsed: ParsedDocument, allowed: readonly string[]): void => {
+  const run = (written: ParsedDocument, allowed: readonly string[]): void => {
     const local: Diagnostic[] = [];
-    const kind = checkDocument(parsed, allowed, local);
+    let parsed: ParsedDocument | undefined = written;
+    let names: string[] | undefined;
+    if (isOdcsDocument(written.value)) {
+      // An ODCS v3 document is read as a contract located in its own file (readOdcs.ts).
+      if (allowed === CONFIG_KINDS) {
+        local.push(createDiagnostic(Diagnostics.MisplacedDocument, { kind: "DataContract", folder: "contracts/" }, written.locate(["kind"])));
+        parsed = undefined;
+      } else {
+        const reading = readOdcsContract(written);
+        local.push(...reading.diagnostics);
+        parsed = reading.value.document;
+        names = reading.value.names;
+      }
+    }
+    const kind = parsed ? checkDocument(parsed, allowed, local) : undefined;
     if (kind !== undefined) {
-      const document = parsed.value as AnyDocument;
-      for (const rule of DOCUMENT_RULES) rule.check(document, { source: parsed, report: (d) => local.push(d) });
+      const document = parsed!.value as AnyDocument;
+      for (const rule of DOCUMENT_RULES) rule.check(document, { source: parsed!, report: (d) => local.push(d) });
       if (!local.some((d) => d.severity === "error")) {
-        if (document.kind === "ExternalAssets") value.externals.push({ document, source: parsed });
-        else if (document.kind === "OrchestrationConfig") value.configs.push({ document, source: parsed });
-        else value.contracts.push({ document, source: parsed });
+        if (document.kind === "ExternalAssets") value.externals.push({ document, source: parsed! });
+        else if (document.kind === "OrchestrationConfig") value.configs.push({ document, source: parsed! });
+        else value.contracts.push({ document, source: parsed! });
       }
     }
     if (local.some((d) => d.severity === "error")) {
-      const raw = parsed.value as Record<string, unknown>;
-      for (const name of bestEffortNames(raw)) value.unresolvedNames.add(name);
+      const raw = written.value as Record<string, unknown>;
+      for (const name of names ?? bestEffortNames(raw)) value.unresolvedNames.add(name);
       if (typeof raw.id === "string") value.unresolvedIds.add(raw.id);
       if (allowed === CONFIG_KINDS) value.configBroken = true;
     }

@@ -29,12 +29,24 @@ export interface DriftedFile {
   compiled: string | null;
 }
 
-function existingOutputs(layout: ProjectLayout): string[] {
+/**
+ * Which files of the output folder a write manages (deletes when stale, reports when hand-written),
+ * as fast-glob patterns relative to it: `owns` (default every file) less `ignore`. Files outside
+ * that scope are never looked at, so a write can share a folder with files it does not own (the ODCS
+ * export under generated/odcs/ when compile does not write it, contracts/ for `import odcs`).
+ */
+export interface WriteScope {
+  owns?: string[];
+  ignore?: string[];
+}
+
+function existingOutputs(layout: ProjectLayout, scope: WriteScope = {}): string[] {
   const outDir = path.join(layout.root, layout.outDir);
-  if (!fs.existsSync(outDir) || !fs.statSync(outDir).isDirectory()) return [];
+  const owns = scope.owns ?? ["**/*"];
+  if (owns.length === 0 || !fs.existsSync(outDir) || !fs.statSync(outDir).isDirectory()) return [];
   // Sort for determinism.
   return fg
-    .sync("**/*", { cwd: outDir, onlyFiles: true, dot: true, followSymbolicLinks: false, ignore: ["**/__pycache__/**"] })
+    .sync(owns, { cwd: outDir, onlyFiles: true, dot: true, followSymbolicLinks: false, ignore: ["**/__pycache__/**", ...(scope.ignore ?? [])] })
     .map((p) => `${layout.outDir}/${p}`)
     .sort(compareStrings);
 }
@@ -50,13 +62,13 @@ function readIfExists(absolute: string): string | undefined {
 }
 
 /** Works out which files differ from the rendered map, without writing. */
-export function planWrite(layout: ProjectLayout, files: FileMap): WriteReport {
+export function planWrite(layout: ProjectLayout, files: FileMap, scope: WriteScope = {}): WriteReport {
   const report: WriteReport = { written: [], deleted: [], unchanged: [], foreign: [] };
   for (const relative of [...files.keys()].sort(compareStrings)) {
     const current = readIfExists(path.join(layout.root, relative));
     (current === files.get(relative) ? report.unchanged : report.written).push(relative);
   }
-  for (const relative of existingOutputs(layout)) {
+  for (const relative of existingOutputs(layout, scope)) {
     if (files.has(relative)) continue;
     const text = readIfExists(path.join(layout.root, relative)) ?? "";
     (text.startsWith(GENERATED_HEADER_PREFIX) ? report.deleted : report.foreign).push(relative);
@@ -133,11 +145,11 @@ function blockers(layout: ProjectLayout, report: WriteReport): Diagnostic[] {
  *
  * With `check`, nothing is written: each file that would change is CA9001 (exit 1 in the CLI).
  */
-export function writeOutputs(layout: ProjectLayout, files: FileMap, options: { check: boolean }): StageResult<WriteReport> {
+export function writeOutputs(layout: ProjectLayout, files: FileMap, options: { check: boolean } & WriteScope): StageResult<WriteReport> {
   const diagnostics: Diagnostic[] = [];
   let report: WriteReport;
   try {
-    report = planWrite(layout, files);
+    report = planWrite(layout, files, options);
   } catch (error) {
     return { value: { written: [], deleted: [], unchanged: [], foreign: [] }, diagnostics: [createDiagnostic(Diagnostics.WriteFailed, { path: layout.outDir, reason: reason(error) }, at(layout.outDir))] };
   }

@@ -17,7 +17,7 @@ export const CredentialInTextRule: DocumentRule = {
     const walk = (value: unknown, path: Array<string | number>): void => {
       if (typeof value === "string") {
         if (path[path.length - 1] !== "uri" && USER_INFO.test(value)) {
-          context.report(createDiagnostic(Diagnostics.CredentialInText, { field: describePath(path) }, context.source.locate(path)));
+          context.report(createDiagnostic(Diagnostics.CredentialInText, { field: (context.source.describe ?? describePath)(path) }, context.source.locate(path)));
         }
       } else if (Array.isArray(value)) value.forEach((v, i) => walk(v, [...path, i]));
       else if (value !== null && typeof value === "object") for (const [k, v] of Object.entries(value)) walk(v, [...path, k]);

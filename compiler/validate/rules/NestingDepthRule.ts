@@ -21,7 +21,7 @@ export const NestingDepthRule: DocumentRule = {
   check(document, context) {
     const check = (value: unknown, path: Array<string | number>): void => {
       const depth = depthOf(value);
-      if (depth > MAX_NESTING) context.report(createDiagnostic(Diagnostics.NestedTooDeep, { field: describePath(path), depth, limit: MAX_NESTING }, context.source.locate(path)));
+      if (depth > MAX_NESTING) context.report(createDiagnostic(Diagnostics.NestedTooDeep, { field: (context.source.describe ?? describePath)(path), depth, limit: MAX_NESTING }, context.source.locate(path)));
     };
     if (document.kind === "OrchestrationConfig") return;
     if (document.kind === "ExternalAssets") {
