@@ -56,7 +56,7 @@ from livestack import LiveStack
 from test_e2e import EXPECTED_ROWS, LOCALRUN_MODULE, MAIN_RUN_SECONDS
 
 #: Bound for the whole corpus to run through the scheduler (observed: about 2-4 minutes).
-CORPUS_TIMEOUT_S = 900
+CORPUS_TIMEOUT_S = 1800
 
 
 def _time(value: str) -> datetime:
