@@ -138,6 +138,7 @@ def test_refs_to_upstream_models_read_their_published_tables(env: dict[str, Any]
 
 def test_dbt_ol_events_nest_under_the_contract_run(env: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from contract_runtime.lineage import dag_run_id
+    from contract_runtime.lineage.runid import contract_run_id
 
     events_file = tmp_path / "events.jsonl"
     use_file_transport(monkeypatch, events_file)
@@ -148,7 +149,9 @@ def test_dbt_ol_events_nest_under_the_contract_run(env: dict[str, Any], tmp_path
     events = read_events(events_file)
     ours = [e for e in events if e["producer"] == PRODUCER]
     dbt_events = [e for e in events if "/integration/dbt" in e["producer"]]
-    run_id = dag_run_id(run)
+    # ADR 0010: our contract run is a child of the DAG run, whose runId is the root of all
+    run_id = contract_run_id(run, INVOICES_CURATED)
+    root_id = dag_run_id(run)
     assert {e["eventType"] for e in ours} >= {"START", "OTHER", "COMPLETE"}
     assert all(e["run"]["runId"] == run_id for e in ours)
     # dbt-ol's wrapping jobs (dbt run, dbt test) are children of the contract run; their model
@@ -164,7 +167,7 @@ def test_dbt_ol_events_nest_under_the_contract_run(env: dict[str, Any], tmp_path
     wrapper_ids = {e["run"]["runId"] for e in wrappers}
     nodes = [e for e in dbt_events if e not in wrappers]
     assert nodes and all(e["run"]["facets"]["parent"]["run"]["runId"] in wrapper_ids for e in nodes)
-    assert all(p["root"]["run"]["runId"] == run_id for p in parents)
+    assert all(p["root"]["run"]["runId"] == root_id for p in parents)
     # every dbt test result is an assertion of the OTHER event, with name, column, success, severity
     (other,) = [e for e in ours if e["eventType"] == "OTHER"]
     assertions = other["inputs"][0]["inputFacets"]["dataQualityAssertions"]["assertions"]
