@@ -446,16 +446,27 @@ class LiveStack:
         """
         if self.clock is None:
             return {}, ""
+        offset = int((self.clock - datetime.datetime.now(datetime.UTC)).total_seconds())
+        self._clock_offset = float(offset)
+        return self.faketime_env(), str(offset)
+
+    def faketime_env(self) -> dict[str, str]:
+        """Environment that puts a non-Python process (PostgreSQL, the Node CLI) on the stack's
+        clock through libfaketime: ``LD_PRELOAD``, ``FAKETIME`` (the offset in seconds) and
+        ``FAKETIME_DONT_FAKE_MONOTONIC``; empty without ``clock``.
+
+        :raises StackUnavailable: libfaketime is not installed.
+        """
+        if self.clock is None:
+            return {}
         library = next(iter(sorted(glob.glob("/usr/lib/*/faketime/libfaketimeMT.so.1"))), None)
         if library is None:
             raise StackUnavailable(
                 "libfaketime not found (run scripts/ensure-postgres.sh: Debian package faketime), "
                 "needed for the live stack's fixed clock"
             )
-        offset = int((self.clock - datetime.datetime.now(datetime.UTC)).total_seconds())
-        self._clock_offset = float(offset)
-        pg = {"LD_PRELOAD": library, "FAKETIME": f"{offset:+d}", "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
-        return pg, str(offset)
+        offset = int(self._clock_offset)
+        return {"LD_PRELOAD": library, "FAKETIME": f"{offset:+d}", "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
 
     def _build_env(self, sql_conn: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW__", "AIRFLOW_CONN_"))}
@@ -757,7 +768,7 @@ class LiveStack:
         """
         marker: dict[str, Any] = {"seen": None, "since": time.monotonic()}
 
-        def quiet() -> list[dict[str, Any]] | None:
+        def quiet() -> tuple[list[dict[str, Any]]] | None:
             runs = self.dag_runs()
             events = self.get("/assets/events", limit=1)
             seen = (len(runs), events["total_entries"], tuple(r["state"] for r in runs))
@@ -766,9 +777,11 @@ class LiveStack:
                 return None
             if any(r["state"] in LOCALEXECUTOR_DAG_RUN_STATES for r in runs):
                 return None
-            return runs if time.monotonic() - marker["since"] >= settle else None
+            # a 1-tuple, so that a stack with no run at all (an empty list) is quiescent too
+            return (runs,) if time.monotonic() - marker["since"] >= settle else None
 
-        return list(self.wait(quiet, "scheduler quiescent", timeout, interval=1))
+        (runs,) = self.wait(quiet, "scheduler quiescent", timeout, interval=1)
+        return list(runs)
 
     # ------------------------------------------------------------------ extra DAGs
 
