@@ -504,6 +504,8 @@ class LiveStack:
                 "AIRFLOW__API__SECRET_KEY": secrets.token_urlsafe(32),
                 "PYTHONPATH": os.pathsep.join(p for p in (str(JOBS), os.environ.get("PYTHONPATH", "")) if p),
                 "PATH": os.pathsep.join([venv_bin, str(SHIMS), os.environ.get("PATH", "")]),
+                # a contract on its sample data lands "object storage" here, not in the project
+                "CONTRACT_ASSETS_OBJECT_STORE_DIR": str(self.work),
                 # the dbt contracts run dbt from the repository's dbt environment (ADR 0012)
                 "CONTRACT_ASSETS_DBT_BIN": str(REPO_ROOT / ".venv-dbt" / "bin"),
                 "PYTHONDONTWRITEBYTECODE": "1",
