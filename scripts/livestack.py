@@ -322,6 +322,12 @@ class LiveStack:
     :param env: Extra environment for every component (wins over the stack's own values).
     :param git_bundle: When set, a folder to make a local git repository of and serve as a
         ``GitDagBundle`` named ``git`` (its DAGs carry the commit as bundle version).
+    :param inherit_lineage_config: When true (the demo), an OpenLineage configuration in this
+        process's environment (``OPENLINEAGE__TRANSPORT__*``, ``OPENLINEAGE_CONFIG``,
+        ``OPENLINEAGE_URL``) is the stack's; when false (the tests), every ``OPENLINEAGE*``
+        variable is dropped and ``OPENLINEAGE_CONFIG`` names a file of the stack's that writes
+        :attr:`lineage_file` (so no ``openlineage.yml`` in a working or home folder applies
+        either). Without a configuration, the stack writes :attr:`lineage_file` either way.
     :param clock: When set (an aware datetime), every process of the stack, PostgreSQL included,
         runs with its wall clock shifted so that it reads ``clock`` at start and then advances in
         real time (one fixed offset: libfaketime for PostgreSQL, time-machine for the Python
@@ -342,6 +348,7 @@ class LiveStack:
     git_bundle: Path | None = None
     keep: bool = False
     clock: datetime.datetime | None = None
+    inherit_lineage_config: bool = True
     url: str = ""
     passwords: dict[str, str] = field(default_factory=dict)
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
@@ -470,6 +477,8 @@ class LiveStack:
 
     def _build_env(self, sql_conn: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW__", "AIRFLOW_CONN_"))}
+        if not self.inherit_lineage_config:
+            env = {k: v for k, v in env.items() if not k.startswith("OPENLINEAGE")}
         for key in ("AIRFLOW_CONFIG", "AIRFLOW_HOME", "CONTRACT_ASSETS_WAREHOUSE"):
             env.pop(key, None)
         self.passwords = {"admin": secrets.token_urlsafe(16), "viewer": secrets.token_urlsafe(16)}
@@ -518,7 +527,16 @@ class LiveStack:
             env["CONTRACT_ASSETS_WAREHOUSE"] = str(self.duckdb_path)
             env[f"AIRFLOW_CONN_{WAREHOUSE_CONN_ID.upper()}"] = f"duckdb://{self.duckdb_path}"
             env["AIRFLOW__CORE__PARALLELISM"] = "1"  # one writer process per DuckDB file
-        if not any(k.startswith("OPENLINEAGE__TRANSPORT__") or k in ("OPENLINEAGE_CONFIG", "OPENLINEAGE_URL") for k in env):
+        if not self.inherit_lineage_config:
+            # a config file of the stack's own: the client reads OPENLINEAGE_CONFIG before
+            # ./openlineage.yml and ~/.openlineage/openlineage.yml, and a file wins over env vars
+            config = self.home / "openlineage.yml"
+            config.write_text(
+                json.dumps({"transport": {"type": "file", "log_file_path": str(self.lineage_file), "append": True}}) + "\n",
+                encoding="utf-8",
+            )
+            env["OPENLINEAGE_CONFIG"] = str(config)
+        elif not any(k.startswith("OPENLINEAGE__TRANSPORT__") or k in ("OPENLINEAGE_CONFIG", "OPENLINEAGE_URL") for k in env):
             env.update(
                 OPENLINEAGE__TRANSPORT__TYPE="file",
                 OPENLINEAGE__TRANSPORT__LOG_FILE_PATH=str(self.lineage_file),
