@@ -169,7 +169,7 @@ def test_failing_dbt_error_test_blocks_and_the_consumer_never_runs(gating: dict[
     assert "accepted_values_dbt_blocked_id__1" in log, log[-3000:]
     assert live_stack.asset_events(source_dag_id="gate.dbt_blocked") == []
     assert live_stack.postgres is not None
-    assert live_stack.postgres.psql("warehouse", "select to_regclass('gate.dbt_blocked') is null") == "t"
+    assert live_stack.postgres.psql("warehouse", "select to_regclass('gate.dbt_blocked') is null").strip() == "t"
     assert gating["runs"]["gate.after_dbt_blocked"] == []
     assert live_stack.queued_events("gate.after_dbt_blocked") == []
 
