@@ -447,6 +447,12 @@ export const Diagnostics = {
     (a) => `the dbt model ${q(a.model)} (${a.file}) sets its own ${a.config}; the runtime decides where models build (staging, then the published table)`,
   ),
 
+  UnreadExternalAsset: entry<{ asset: string }>(
+    "CA4801",
+    "warning",
+    (a) => `the external asset ${q(a.asset)} is read by no contract: it reaches no DAG, so Airflow never has it`,
+  ),
+
   // 5: graph
   Cycle: entry<{ members: string }>("CA5001", "error", (a) => `dependency cycle: ${a.members}`),
 
