@@ -298,6 +298,11 @@ export const Diagnostics = {
     "error",
     (a) => `${a.field} holds the unresolved template placeholder ${q(a.placeholder)}; it reaches Airflow and lineage as written`,
   ),
+  NumberNotAsWritten: entry<{ field: string; written: string; printed: string }>(
+    "CA3803",
+    "warning",
+    (a) => `${a.field} is written ${a.written} but is the number ${a.printed} (YAML 1.2), which is what Airflow and lineage receive`,
+  ),
 
   // 4: link
   DuplicateContractId: entry<{ id: string }>("CA4001", "error", (a) => `the contract id ${q(a.id)} is declared twice`),
