@@ -40,6 +40,11 @@ export const Diagnostics = {
     (a) => `no orchestration config in ${q(a.folder)}; built-in defaults are used`,
   ),
   ReferencedFileMissing: entry<{ path: string }>("CA1007", "error", (a) => `the file ${q(a.path)} does not exist in the project`),
+  PreviousManifestDamaged: entry<{ path: string; problem: string }>(
+    "CA1101",
+    "error",
+    (a) => `the previous manifest ${q(a.path)} is damaged, so no change can be checked against it: ${a.problem}`,
+  ),
 
   // 2: parse
   YamlSyntax: entry<{ detail: string }>("CA2001", "error", (a) => `YAML syntax error: ${a.detail}`),
