@@ -8,11 +8,9 @@ import { compareStrings } from "../support/compare.js";
 import { normaliseUri } from "../support/uri.js";
 import { COMPILER_NAME, COMPILER_VERSION } from "../version.js";
 
-/**
- * The manifest format version. Bump it on any change a reader must know about; readers refuse a
- * version they do not know (see ARCHITECTURE.md, "Manifest").
- */
-export const MANIFEST_VERSION = 1;
+import { MANIFEST_VERSION } from "../model/manifest.js";
+
+export { MANIFEST_VERSION } from "../model/manifest.js";
 
 export type { Manifest, ManifestAsset } from "../model/manifest.js";
 
@@ -42,7 +40,7 @@ export function buildManifest(
       producer: a.producer && (a.status === "active" || a.status === "deprecated") ? a.producer : null,
       contract: a.declaredIn,
       contract_sha256: producer?.sha256 ?? null,
-      schema: dataset ? ({ version: dataset.schema.version, properties: dataset.schema.properties } as ManifestAsset["schema"]) : null,
+      schema: dataset ? { version: dataset.schema.version, properties: dataset.schema.properties } : null,
       // The same assertion names the runtime reports, so the diff keys rules like lineage does.
       quality: manifestQuality(dataset?.quality ?? []),
       // Sort for determinism.
