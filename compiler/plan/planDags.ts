@@ -16,16 +16,38 @@ function toNode(condition: AssetCondition): ConditionNode {
   return { any: condition.any.map(toNode) };
 }
 
-/** The asset condition of a contract's trigger (DESIGN §3.5): default `all` of triggering upstreams. */
+/**
+ * A condition tree in canonical order: the members of every `all`/`any` sorted by the JSON text of
+ * each (already canonical) member, compared by code unit. That puts nested `all` groups
+ * first, then nested `any` groups, then assets by name (`{"all"` < `{"any"` < `{"asset"`), each
+ * group ordered by its own members. `&` and `|` are commutative, so the order is the author's
+ * choice of spelling, not a meaning: without this, reordering `upstreams` or a tree's members
+ * changed the rendered `schedule=` and so made Airflow store a new DAG version for the same
+ * schedule. The structure (nesting, duplicates) is kept as written.
+ */
+export function canonicalCondition(node: ConditionNode): ConditionNode {
+  if ("asset" in node) return node;
+  const members = ("all" in node ? node.all : node.any).map(canonicalCondition);
+  const keyed = members.map((m) => ({ m, key: JSON.stringify(m) }));
+  // Sort for determinism: the members of an all/any are a set to Airflow.
+  keyed.sort((a, b) => compareStrings(a.key, b.key));
+  const sorted = keyed.map((k) => k.m);
+  return "all" in node ? { all: sorted } : { any: sorted };
+}
+
+/**
+ * The asset condition of a contract's trigger (DESIGN §3.5): default `all` of triggering upstreams;
+ * in canonical order ({@link canonicalCondition}), whatever order the author listed them in.
+ */
 export function conditionOf(contract: Contract, triggering: readonly string[]): ConditionNode | null {
   if (triggering.length === 0 || contract.trigger === "manual") return null;
   const spec = contract.trigger?.assets ?? "all";
   if (typeof spec === "string") {
     if (triggering.length === 1) return { asset: triggering[0]! };
     const leaves = triggering.map((asset) => ({ asset }));
-    return spec === "all" ? { all: leaves } : { any: leaves };
+    return canonicalCondition(spec === "all" ? { all: leaves } : { any: leaves });
   }
-  return toNode(spec);
+  return canonicalCondition(toNode(spec));
 }
 
 /**
@@ -103,7 +125,9 @@ function runtimeOf(
     domain: contract.domain,
     on_failure: contract.on_failure ?? "block_publish",
     datasets,
-    upstreams: c.upstreams.map((u) => ({
+    // Sort for determinism: upstreams are a set (each asset once, CA3036), so their list order
+    // must not reach the manifest.
+    upstreams: [...c.upstreams].sort((a, b) => compareStrings(a.asset, b.asset)).map((u) => ({
       asset: u.asset,
       trigger: u.trigger,
       ...(u.schemaVersion !== undefined ? { schema_version: u.schemaVersion } : {}),

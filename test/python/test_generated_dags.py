@@ -356,10 +356,17 @@ def _set_trigger(condition: str):
 
 
 # Siblings of nested-trigger: n-ary and nested same-operator triggers. `expected` is what
-# Airflow's as_expression() must give, exactly (o, r, f = orders_raw, returns_raw, fx_rates).
+# Airflow's as_expression() must give, exactly (o, r, f = orders_raw, returns_raw, fx_rates). The
+# compiler writes every all/any in canonical order (nested groups first, then assets by name), so
+# the author's order never reaches Airflow: "all-3" and "all-3-reordered" are one expression.
 TRIGGER_VARIANTS = {
-    "all-3": ("{all: [sales.orders_raw, sales.returns_raw, sales.fx_rates]}", lambda o, r, f: {"all": [o, r, f]}),
-    "any-3": ("{any: [sales.orders_raw, sales.returns_raw, sales.fx_rates]}", lambda o, r, f: {"any": [o, r, f]}),
+    "all-3": ("{all: [sales.orders_raw, sales.returns_raw, sales.fx_rates]}", lambda o, r, f: {"all": [f, o, r]}),
+    "all-3-reordered": ("{all: [sales.returns_raw, sales.fx_rates, sales.orders_raw]}", lambda o, r, f: {"all": [f, o, r]}),
+    "any-3": ("{any: [sales.orders_raw, sales.returns_raw, sales.fx_rates]}", lambda o, r, f: {"any": [f, o, r]}),
+    "any-of-all-reordered": (
+        "{any: [sales.fx_rates, {all: [sales.returns_raw, sales.orders_raw]}]}",
+        lambda o, r, f: {"any": [{"all": [o, r]}, f]},
+    ),
     "any-of-all": (
         "{any: [{all: [sales.orders_raw, sales.returns_raw]}, sales.fx_rates]}",
         lambda o, r, f: {"any": [{"all": [o, r]}, f]},
@@ -369,10 +376,10 @@ TRIGGER_VARIANTS = {
         "{all: [{all: [sales.orders_raw, sales.returns_raw]}, sales.fx_rates]}",
         lambda o, r, f: {"all": [o, r, f]},
     ),
-    # Rendered (O & (R & F)): Airflow keeps the right-hand nesting.
+    # The group comes first in canonical order: rendered ((F & R) & O), which Airflow flattens.
     "all-right-nested": (
         "{all: [sales.orders_raw, {all: [sales.returns_raw, sales.fx_rates]}]}",
-        lambda o, r, f: {"all": [o, {"all": [r, f]}]},
+        lambda o, r, f: {"all": [f, r, o]},
     ),
 }
 

@@ -101,7 +101,7 @@ describe("contract-assets CLI", () => {
     const r = cli(["explain", "finance.billings_by_contract"]);
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toContain("producer: DAG finance.billings_by_contract (active), contract contracts/finance/billings_by_contract.yaml");
-    expect(r.stdout).toContain('runs: when ("finance.invoices_curated" or "billing.credit_notes_raw") and "finance.contracts_curated" have new events');
+    expect(r.stdout).toContain('runs: when ("billing.credit_notes_raw" or "finance.invoices_curated") and "finance.contracts_curated" have new events');
     expect(r.stdout).toMatch(/consumers:\n {4}- revrec\.monthly \(triggered by it;/);
     const typo = cli(["explain", "finance.billings_by_contrac"]);
     expect(typo.status).toBe(1);

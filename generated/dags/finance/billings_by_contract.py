@@ -53,7 +53,7 @@ with DAG(
     dag_id="finance.billings_by_contract",
     description="Net billings per contract and calendar month: invoiced net amounts less credit notes, in the document currency and in EUR at the reference rate in force on each document date.",
     doc_md="Net billings per contract and calendar month: invoiced net amounts less credit notes, in the document currency and in EUR at the reference rate in force on each document date.",
-    schedule=((FINANCE__INVOICES_CURATED | BILLING__CREDIT_NOTES_RAW) & FINANCE__CONTRACTS_CURATED),
+    schedule=((BILLING__CREDIT_NOTES_RAW | FINANCE__INVOICES_CURATED) & FINANCE__CONTRACTS_CURATED),
     tags=["finance", "curated", "revrec-input"],
     default_args={"owner": "team-finance-data", "pool": "default_pool", "retries": 2, "retry_delay": datetime.timedelta(seconds=300), "execution_timeout": datetime.timedelta(seconds=3600)},
     catchup=False,

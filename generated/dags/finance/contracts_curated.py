@@ -46,7 +46,7 @@ with DAG(
     dag_id="finance.contracts_curated",
     description="Customer contracts joined to their account, with the service period in months and the total contract value converted to EUR at the reference rate in force on the start date.",
     doc_md="Customer contracts joined to their account, with the service period in months and the total contract value converted to EUR at the reference rate in force on the start date.",
-    schedule=(CRM__CONTRACTS_RAW | CRM__ACCOUNTS_RAW),
+    schedule=(CRM__ACCOUNTS_RAW | CRM__CONTRACTS_RAW),
     tags=["finance", "curated", "revrec-input"],
     default_args={"owner": "team-finance-data", "pool": "default_pool", "retries": 2, "retry_delay": datetime.timedelta(seconds=300), "execution_timeout": datetime.timedelta(seconds=3600)},
     catchup=False,

@@ -39,7 +39,7 @@ with DAG(
     dag_id="finance.invoices_curated",
     description="One row per valid (non-void) invoice with its net, tax and gross amounts summed from the invoice lines. Rebuilt once both the headers and the lines of the night have landed.",
     doc_md="One row per valid (non-void) invoice with its net, tax and gross amounts summed from the invoice lines. Rebuilt once both the headers and the lines of the night have landed.",
-    schedule=(BILLING__INVOICES_RAW & BILLING__INVOICE_LINES_RAW),
+    schedule=(BILLING__INVOICE_LINES_RAW & BILLING__INVOICES_RAW),
     tags=["finance", "curated", "revrec-input"],
     default_args={"owner": "team-finance-data", "pool": "default_pool", "retries": 2, "retry_delay": datetime.timedelta(seconds=300), "execution_timeout": datetime.timedelta(seconds=3600)},
     catchup=False,

@@ -53,7 +53,7 @@ with DAG(
     dag_id="revrec.monthly",
     description="Monthly revenue recognition. Recognizes each contract's value straight-line over its service period, one equal share per calendar month, and derives the deferred revenue balance at each month end as net billings to date less revenue recognized to date. Periods that the fiscal calendar marks as closed are never restated.",
     doc_md="Monthly revenue recognition. Recognizes each contract's value straight-line over its service period, one equal share per calendar month, and derives the deferred revenue balance at each month end as net billings to date less revenue recognized to date. Periods that the fiscal calendar marks as closed are never restated.",
-    schedule=AssetOrTimeSchedule(timetable=CronTriggerTimetable("0 4 1 * *", timezone="Europe/Berlin"), assets=(FINANCE__CONTRACTS_CURATED & FINANCE__BILLINGS_BY_CONTRACT)),
+    schedule=AssetOrTimeSchedule(timetable=CronTriggerTimetable("0 4 1 * *", timezone="Europe/Berlin"), assets=(FINANCE__BILLINGS_BY_CONTRACT & FINANCE__CONTRACTS_CURATED)),
     tags=["revrec", "finance", "tier-1", "month-end"],
     default_args={"owner": "team-revenue-accounting", "pool": "default_pool", "retries": 1, "retry_delay": datetime.timedelta(seconds=300), "execution_timeout": datetime.timedelta(seconds=10800)},
     catchup=False,

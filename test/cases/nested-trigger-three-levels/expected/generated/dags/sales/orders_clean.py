@@ -53,7 +53,7 @@ with DAG(
     dag_id="sales.orders_clean",
     description=None,
     doc_md=None,
-    schedule=((SALES__A & (SALES__B | SALES__C)) | SALES__D),
+    schedule=(((SALES__B | SALES__C) & SALES__A) | SALES__D),
     tags=[],
     default_args={"owner": "team-sales-data", "retries": 1, "retry_delay": datetime.timedelta(seconds=300), "execution_timeout": datetime.timedelta(seconds=3600)},
     catchup=False,
