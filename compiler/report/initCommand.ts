@@ -16,8 +16,12 @@ import { COMPILER_NAME, COMPILER_VERSION } from "../version.js";
  */
 export const INIT_TEMPLATES = "templates/init";
 
-/** Where each contract's `yaml-language-server` modeline finds the JSON Schemas, from the repository root. */
-export const SCHEMA_FOLDER = `node_modules/${COMPILER_NAME}/compiler/schemas/v1`;
+/**
+ * Where each contract's `yaml-language-server` modeline finds its JSON Schema, from the repository
+ * root: the editor schemas, self-contained and described from docs/contract-format.md
+ * (`scripts/editor-schemas.mjs`).
+ */
+export const SCHEMA_FOLDER = `node_modules/${COMPILER_NAME}/compiler/schemas/editor/v1`;
 
 /** The runtime release that runs what this compiler writes: the same MAJOR.MINOR (docs/deploy.md). */
 export function runtimeRequirement(version: string = COMPILER_VERSION): string {

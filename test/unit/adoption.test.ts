@@ -148,13 +148,15 @@ describe("contract-assets init, then the CI workflow it writes", () => {
     for (const [file, schema] of [
       ["contracts/sales/orders_raw.yaml", "ingestion-contract"],
       ["contracts/sales/orders_daily.yaml", "transform-contract"],
+      ["orchestration/airflow/sources/config.yaml", "orchestration-config"],
     ] as const) {
       const first = files.get(file)!.split("\n")[0]!;
       const match = /^# yaml-language-server: \$schema=(\S+)$/.exec(first);
       expect(match, first).not.toBeNull();
       const target = path.resolve(path.dirname(path.join(repo, file)), match![1]!);
-      expect(path.relative(repo, target).split(path.sep).join("/")).toBe(`node_modules/contract-assets/compiler/schemas/v1/${schema}.schema.json`);
-      expect((JSON.parse(fs.readFileSync(target, "utf8")) as { title?: string }).title).toBeDefined();
+      expect(path.relative(repo, target).split(path.sep).join("/")).toBe(`node_modules/contract-assets/compiler/schemas/editor/v1/${schema}.schema.json`);
+      const shipped = JSON.parse(fs.readFileSync(target, "utf8")) as { properties: Record<string, { markdownDescription?: string }> };
+      expect(shipped.properties.apiVersion?.markdownDescription).toContain("any other value: CA2008");
     }
   }, 120_000);
 
