@@ -1,8 +1,8 @@
-import fs from "node:fs";
 import path from "node:path";
 import { Command, Option } from "commander";
 import type { AirflowCommandOptions } from "./report/airflowCommand.js";
 import type { GraphFormat } from "./report/describeGraph.js";
+import { isFolder } from "./discover/discoverProject.js";
 import { COMPILER_VERSION } from "./version.js";
 
 /** Exit codes (DESIGN §4): 0 ok, 1 errors in the input or --check drift, 2 usage or internal error. */
@@ -43,13 +43,7 @@ class UsageError extends Error {}
 function rootOf(options: CommonOptions): string {
   if (options.root === "") throw new UsageError("--root needs a folder");
   const root = path.resolve(options.root ?? process.cwd());
-  let isFolder = false;
-  try {
-    isFolder = fs.statSync(root).isDirectory();
-  } catch {
-    // Reported below.
-  }
-  if (!isFolder) throw new UsageError(`the project root ${JSON.stringify(options.root ?? root)} is not a folder`);
+  if (!isFolder(root)) throw new UsageError(`the project root ${JSON.stringify(options.root ?? root)} is not a folder`);
   return root;
 }
 
@@ -77,65 +71,31 @@ interface CompileFlags extends CommonOptions {
   check?: boolean;
   diff?: boolean;
   against?: string;
-}
-
-/** A manifest with nothing in it: the previous state of a first compile. */
-function emptyManifest(): import("./manifest/buildManifest.js").Manifest {
-  return { manifestVersion: 1, compiler: { name: "contract-assets", version: COMPILER_VERSION }, lineage: { namespace: "" }, assets: [], edges: [], dags: [] };
-}
-
-/**
- * The previous state for a diff: the manifest at a Git ref, or the one in the output folder, or
- * an empty one (a first compile). A manifest that exists but cannot be read is CA7002.
- */
-async function previousState(layout: import("./discover/discoverProject.js").ProjectLayout, against: string | undefined) {
-  const { MAX_MANIFEST_BYTES, readManifestAtRef, readSourceFile } = await import("./discover/discoverProject.js");
-  const { parseManifest } = await import("./manifest/parseManifest.js");
-  const { createDiagnostic, Diagnostics } = await import("./diagnostics/catalogue.js");
-  const fs = await import("node:fs");
-  const relative = `${layout.outDir}/manifest.json`;
-  let text: string | undefined;
-  let shown = relative;
-  if (against !== undefined) {
-    const read = readManifestAtRef(layout, against);
-    shown = `${against}:${relative}`;
-    if (!read.file) return { diagnostic: createDiagnostic(Diagnostics.PreviousManifestUnreadable, { path: shown, detail: read.problem ?? "unknown" }, undefined) };
-    text = read.file.text;
-  } else if (fs.existsSync(path.join(layout.root, relative))) {
-    text = readSourceFile(layout.root, relative, [], MAX_MANIFEST_BYTES)?.text;
-  }
-  if (text === undefined) return { manifest: emptyManifest() };
-  const parsed = parseManifest(text);
-  if (!parsed.manifest) return { diagnostic: createDiagnostic(Diagnostics.PreviousManifestUnreadable, { path: shown, detail: parsed.problem ?? "unknown" }, undefined) };
-  return { manifest: parsed.manifest };
+  force?: boolean;
 }
 
 async function compileCommand(options: CompileFlags, mode: "compile" | "validate" | "diff", io: CliIo): Promise<number> {
   const { compileProject } = await import("./pipeline.js");
   const { defaultLayout } = await import("./discover/discoverProject.js");
   const { formatDiagnostics } = await import("./diagnostics/format.js");
-  const { hasErrors, sortDiagnostics } = await import("./diagnostics/diagnostic.js");
-  const { writeOutputs } = await import("./write/writeOutputs.js");
+  const { hasErrors } = await import("./diagnostics/diagnostic.js");
   const layout = defaultLayout(rootOf(options));
   const wantsDiff = mode === "diff" || options.diff === true || options.against !== undefined;
-  const previous = wantsDiff ? await previousState(layout, options.against) : undefined;
-  if (previous?.diagnostic) {
-    const text = formatDiagnostics([previous.diagnostic], options.format ?? "text", () => undefined);
-    if ((options.format ?? "text") === "text") io.stderr(text);
-    else io.stdout(text);
-    return EXIT_INPUT;
-  }
-  const result = compileProject(layout, previous?.manifest ? { previousManifest: previous.manifest } : {});
-  let diagnostics = result.diagnostics;
+  // The pipeline reads the previous state (discover) and drives the write; the CLI only reports.
+  const result = compileProject(layout, {
+    ...(wantsDiff ? { diff: true } : {}),
+    ...(options.against !== undefined ? { against: options.against } : {}),
+    ...(options.force ? { force: true } : {}),
+    ...(mode === "compile" ? { write: options.check ? ("check" as const) : ("write" as const) } : {}),
+  });
+  const diagnostics = result.diagnostics;
   let summary = "";
   let drift: import("./report/formatDrift.js").DriftPatch[] = [];
-  if (!hasErrors(diagnostics) && mode === "compile" && result.files) {
-    const written = writeOutputs(layout, result.files, { check: options.check ?? false, ...result.writeScope });
+  const r = result.written;
+  if (r) {
     // What differs, file by file (sqlc's `verify`): bounded unified diffs.
-    if (written.value.drift?.length) drift = (await import("./report/formatDrift.js")).driftPatches(written.value.drift);
-    diagnostics = sortDiagnostics([...diagnostics, ...written.diagnostics]);
-    const failed = written.diagnostics.some((d) => d.code === "CA9003");
-    const r = written.value;
+    if (r.drift?.length) drift = (await import("./report/formatDrift.js")).driftPatches(r.drift);
+    const failed = diagnostics.some((d) => d.code === "CA9003");
     const dags = result.manifest?.dags.length ?? 0;
     const assets = result.manifest?.assets.length ?? 0;
     summary = options.check
@@ -197,18 +157,15 @@ async function exportOdcsCommand(options: ExchangeFlags, io: CliIo): Promise<num
   const { exportOdcs } = await import("./pipeline.js");
   const { defaultLayout } = await import("./discover/discoverProject.js");
   const { formatDiagnostics } = await import("./diagnostics/format.js");
-  const { hasErrors, sortDiagnostics } = await import("./diagnostics/diagnostic.js");
-  const { writeOutputs } = await import("./write/writeOutputs.js");
+  const { hasErrors } = await import("./diagnostics/diagnostic.js");
   const { DEFAULT_ODCS_DIR } = await import("./render/renderOdcs.js");
   const layout = defaultLayout(rootOf(options));
   const dir = options.out !== undefined ? relativeToRoot(layout.root, options.out, "--out") : DEFAULT_ODCS_DIR;
-  const result = exportOdcs(layout, dir);
-  let diagnostics = result.diagnostics;
+  const result = exportOdcs(layout, dir, { write: true });
+  const diagnostics = result.diagnostics;
   let summary = "";
-  if (result.files) {
-    const written = writeOutputs({ ...layout, outDir: dir }, result.files, { check: false, ...result.writeScope });
-    diagnostics = sortDiagnostics([...diagnostics, ...written.diagnostics]);
-    const r = written.value;
+  if (result.files && result.written) {
+    const r = result.written;
     summary = `exported ${result.files.size} ODCS documents to ${options.out ?? dir}: ${r.written.length} written, ${r.deleted.length} deleted, ${r.unchanged.length} unchanged\n`;
   }
   io.stderr(formatDiagnostics(diagnostics, "text", (f) => result.sources.get(f)) + summary);
@@ -220,14 +177,12 @@ async function importOdcsCommand(files: string[], options: ExchangeFlags, io: Cl
   const { importOdcs } = await import("./pipeline.js");
   const { defaultLayout } = await import("./discover/discoverProject.js");
   const { formatDiagnostics } = await import("./diagnostics/format.js");
-  const { hasErrors, sortDiagnostics } = await import("./diagnostics/diagnostic.js");
-  const { writeOutputs } = await import("./write/writeOutputs.js");
+  const { hasErrors } = await import("./diagnostics/diagnostic.js");
   const layout = defaultLayout(rootOf(options));
   const dir = options.out !== undefined ? relativeToRoot(layout.root, options.out, "--out") : layout.contractsDir;
-  const result = importOdcs(layout, files.map((f) => relativeToRoot(layout.root, f, "a file")), dir);
-  const written = writeOutputs({ ...layout, outDir: dir }, result.files, { check: false, ...result.writeScope });
-  const diagnostics = sortDiagnostics([...result.diagnostics, ...written.diagnostics]);
-  const summary = `imported ${result.files.size} of ${files.length} ODCS documents into ${options.out ?? dir}: ${written.value.written.length} written, ${written.value.unchanged.length} unchanged\n`;
+  const result = importOdcs(layout, files.map((f) => relativeToRoot(layout.root, f, "a file")), dir, { write: true });
+  const diagnostics = result.diagnostics;
+  const summary = `imported ${result.files.size} of ${files.length} ODCS documents into ${options.out ?? dir}: ${result.written?.written.length ?? 0} written, ${result.written?.unchanged.length ?? 0} unchanged\n`;
   io.stderr(formatDiagnostics(diagnostics, "text", (f) => result.sources.get(f)) + summary);
   return hasErrors(diagnostics) ? EXIT_INPUT : EXIT_OK;
 }
@@ -242,56 +197,27 @@ async function importOdcsCommand(files: string[], options: ExchangeFlags, io: Cl
  *   proposal cannot be read.
  */
 async function driftApplyCommand(root: string, proposalPath: string, io: CliIo): Promise<number> {
-  const { parseProposal, mergeProposal } = await import("./report/driftApply.js");
-  const { compileProject } = await import("./pipeline.js");
+  const { applyProposal } = await import("./pipeline.js");
   const { defaultLayout } = await import("./discover/discoverProject.js");
   const { formatDiagnostics } = await import("./diagnostics/format.js");
-  const { hasErrors } = await import("./diagnostics/diagnostic.js");
-  const { suggest } = await import("./support/suggest.js");
-  const file = path.resolve(root, proposalPath);
-  let text: string;
-  try {
-    text = fs.readFileSync(file, "utf8");
-  } catch (error) {
-    io.stderr(`contract-assets: cannot read the proposal ${JSON.stringify(proposalPath)}: ${(error as NodeJS.ErrnoException).code ?? String(error)}\n`);
-    return EXIT_INTERNAL;
-  }
-  const parsed = parseProposal(text);
-  if (!parsed.proposal) {
-    io.stderr(`contract-assets: ${parsed.problem}\n`);
-    return EXIT_INPUT;
-  }
   const layout = defaultLayout(root);
-  const before = compileProject(layout);
-  const contract = before.project?.contracts.find((c) => c.contract.id === parsed.proposal!.id);
-  if (!contract) {
-    const ids = (before.project?.contracts ?? []).map((c) => c.contract.id);
-    const guess = suggest(parsed.proposal.id, ids);
-    io.stderr(`contract-assets: no contract has the id ${JSON.stringify(parsed.proposal.id)}${guess ? `; did you mean ${JSON.stringify(guess)}?` : ""}\n`);
-    return EXIT_INPUT;
+  const result = applyProposal(layout, relativeToRoot(root, proposalPath, "a proposal"));
+  if (result.problem) {
+    io.stderr(`contract-assets: ${result.problem}\n`);
+    return result.problemKind === "unreadable" ? EXIT_INTERNAL : EXIT_INPUT;
   }
-  const relative = contract.located.source.file.path;
-  const target = path.join(root, relative);
-  const original = fs.readFileSync(target, "utf8");
-  const merged = mergeProposal(original, parsed.proposal);
-  if (merged.problem) {
-    io.stderr(`${relative}: ${merged.problem}\n`);
-    return EXIT_INPUT;
-  }
-  if (merged.text === original) {
+  const relative = result.contract!;
+  if (result.changes.length === 0 && !result.written) {
     io.stdout(`${relative}: already matches the proposal; nothing to merge\n`);
     return EXIT_OK;
   }
-  fs.writeFileSync(target, merged.text);
-  const after = compileProject(layout);
-  if (hasErrors(after.diagnostics)) {
-    fs.writeFileSync(target, original);
-    io.stderr(formatDiagnostics(after.diagnostics, "text", (f) => after.sources.get(f)));
+  if (!result.written) {
+    io.stderr(formatDiagnostics(result.diagnostics, "text", (f) => result.sources.get(f)));
     io.stderr(`${relative}: the merged contract does not validate; the file is left as it was\n`);
     return EXIT_INPUT;
   }
-  io.stdout(`${relative}: merged ${path.relative(root, file).split(path.sep).join("/")}\n${merged.changes.map((c) => `  ${c}\n`).join("")}`);
-  io.stdout(`valid: ${after.project?.contracts.length ?? 0} contracts, ${after.project?.assets.size ?? 0} assets\n`);
+  io.stdout(`${relative}: merged ${relativeToRoot(root, proposalPath, "a proposal")}\n${result.changes.map((c) => `  ${c}\n`).join("")}`);
+  io.stdout(`valid: ${result.contractCount} contracts, ${result.assetCount} assets\n`);
   return EXIT_OK;
 }
 
@@ -371,6 +297,7 @@ export function buildProgram(io: CliIo = PROCESS_IO): Command {
     .option("--check", "write nothing; exit 1 when generated/ differs from what compile would write")
     .option("--diff", "also report what changed against the manifest in generated/ (or --against)")
     .option("--against <ref>", "with --diff: compare with the manifest committed at this Git ref")
+    .option("--force", "regenerate a damaged generated/manifest.json (CA1101 becomes a warning; nothing is checked against it)")
     .addOption(format)
     .addOption(root)
     .addOption(debug)

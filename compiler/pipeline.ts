@@ -1,22 +1,25 @@
 import { createDiagnostic, Diagnostics } from "./diagnostics/catalogue.js";
 import { hasErrors, sortDiagnostics, type Diagnostic } from "./diagnostics/diagnostic.js";
-import { discoverProject, MAX_MANIFEST_BYTES, readReferencedFiles, readSourceFile, type ProjectLayout, type SourceFile } from "./discover/discoverProject.js";
+import { discoverProject, MAX_FILE_BYTES, MAX_MANIFEST_BYTES, readReferencedFiles, readSourceFile, type ProjectLayout, type SourceFile } from "./discover/discoverProject.js";
 import { breakingDiagnostics, diffManifests, type ManifestDiff } from "./diff/diffManifests.js";
 import { buildGraph, type AssetGraph } from "./graph/buildGraph.js";
-import { dbtManifestPath } from "./link/dbtProject.js";
 import { linkProject, type LinkedProject } from "./link/linkProject.js";
 import { buildManifest, type Manifest } from "./manifest/buildManifest.js";
-import { parseManifest } from "./manifest/parseManifest.js";
+import { MANIFEST_VERSION } from "./model/manifest.js";
 import { isOdcsDocument } from "./model/odcs.js";
+import { referencedPaths } from "./model/references.js";
 import { parseContracts, parseDocument } from "./parse/parseContracts.js";
 import { planDags } from "./plan/planDags.js";
 import { planFreshnessMonitor } from "./plan/planFreshnessMonitor.js";
 import { renderContractYaml } from "./render/renderContractYaml.js";
 import { renderModules, type FileMap } from "./render/renderModules.js";
 import { renderOdcs } from "./render/renderOdcs.js";
+import { mergeProposal, parseProposal } from "./report/driftApply.js";
+import { suggest } from "./support/suggest.js";
 import { readOdcsContract } from "./validate/readOdcs.js";
 import { validateDocuments } from "./validate/validateDocuments.js";
-import type { WriteScope } from "./write/writeOutputs.js";
+import { writeOutputs, type WriteReport, type WriteScope } from "./write/writeOutputs.js";
+import { COMPILER_NAME, COMPILER_VERSION } from "./version.js";
 
 /** Everything one compile produced, in memory; nothing is written here. */
 export interface CompileResult {
@@ -29,46 +32,54 @@ export interface CompileResult {
   manifest?: Manifest;
   /** The rendered output; absent when there are errors (so nothing can be written). */
   files?: FileMap;
-  /** The manifest found in the output folder before this compile, when readable. */
+  /** The manifest found in the output folder (or at the `against` ref) before this compile, when valid. */
   previousManifest?: Manifest;
   /** The changes against the previous manifest (or the one given in the options). */
   diff?: ManifestDiff;
   /** What of the output folder `write` manages for these files (the ODCS export folder only when compile writes it). */
   writeScope: WriteScope;
+  /** What `write` did (or, with `write: "check"`, found different); absent when nothing was written. */
+  written?: WriteReport;
 }
 
-/**
- * The previous manifest of the output folder, or a warning (CA7002 as a warning) when it exists
- * but cannot be used: the compile goes on without a diff and rewrites it.
- */
-function previousManifestOf(file: SourceFile | undefined, diagnostics: Diagnostic[]): Manifest | undefined {
-  if (!file) return undefined;
-  const { manifest, problem } = parseManifest(file.text);
-  if (!manifest) {
-    diagnostics.push(
-      createDiagnostic(Diagnostics.PreviousManifestUnreadable, { path: file.path, detail: `${problem}; it is ignored and rewritten` }, { file: file.path, line: 1, column: 1 }, { severity: "warning" }),
-    );
-  }
-  return manifest;
-}
-
-/** Test hooks; production callers pass nothing. */
+/** Options of a compile; the CLI's flags, and hooks for tests. */
 export interface CompileOptions {
   /** Reorders discovered files before parsing, to prove the output does not depend on order. */
   reorder?: (files: SourceFile[]) => SourceFile[];
-  /** The state to diff against instead of the manifest in the output folder (`diff --against`). */
+  /** The state to diff against, in memory, instead of the manifest in the output folder (tests, tools). */
   previousManifest?: Manifest;
+  /** `--against REF`: the previous state is the manifest committed at this Git ref. */
+  against?: string;
+  /** `--diff` and `diff`: without a previous manifest, diff against an empty one (every asset added). */
+  diff?: boolean;
+  /** `compile --force`: a damaged previous manifest is a warning; the compile goes on without it and rewrites it. */
+  force?: boolean;
+  /** What `write` does with a clean compile's files: write them, or compare them (`--check`); default neither. */
+  write?: "write" | "check";
+  /** Texts that stand in for project files (`drift apply` compiles a merge before writing it). */
+  overlay?: ReadonlyMap<string, string>;
+}
+
+/** A manifest with nothing in it: the previous state of a first compile asked for a diff. */
+function emptyManifest(): Manifest {
+  return { manifestVersion: MANIFEST_VERSION, compiler: { name: COMPILER_NAME, version: COMPILER_VERSION }, lineage: { namespace: "" }, assets: [], edges: [], dags: [] };
 }
 
 /**
- * The one place that knows the stage order: discover → parse → validate → link → graph → plan →
- * manifest → render. Every stage runs as far as its input allows, so one run reports every
- * independent problem; rendering happens only when no stage found an error.
+ * The one place that knows the stage order: discover (the project's files and the previous state)
+ * → parse → discover's second read (the files the documents name, `readReferencedFiles`) →
+ * validate → link → graph → plan → manifest → diff → render → write (only with `options.write`).
+ * Every stage runs as far as its input allows, so one run reports every independent problem;
+ * rendering, and so writing, happens only when no stage found an error.
  */
 export function compileProject(layout: ProjectLayout, options: CompileOptions = {}): CompileResult {
   const diagnostics: Diagnostic[] = [];
   const sources = new Map<string, string>();
-  const discovered = discoverProject(layout);
+  const discovered = discoverProject(layout, {
+    previous: options.previousManifest ? "none" : options.against !== undefined ? { ref: options.against } : "output",
+    ...(options.force ? { force: true } : {}),
+    ...(options.overlay ? { overlay: options.overlay } : {}),
+  });
   if (options.reorder) {
     discovered.value.contracts = options.reorder(discovered.value.contracts);
     discovered.value.configs = options.reorder(discovered.value.configs);
@@ -80,24 +91,27 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
   const configs = parseContracts(discovered.value.configs);
   diagnostics.push(...contracts.diagnostics, ...configs.diagnostics);
 
+  // The files the documents name (SQL producers, dbt manifests) are read now, before any stage
+  // interprets a document: from here on every stage works in memory.
+  const named = [...contracts.value, ...configs.value].flatMap((d) => referencedPaths(d.value));
+  const pathsOf = (kind: string): string[] => named.filter((r) => r.kind === kind).map((r) => r.path);
+  const producerFiles = readReferencedFiles(layout.root, pathsOf("sql"), MAX_FILE_BYTES);
+  // dbt producers: the project's committed manifest.json (as large as dbt writes it)
+  const dbtManifests = readReferencedFiles(layout.root, pathsOf("dbtManifest"), MAX_MANIFEST_BYTES);
+  diagnostics.push(...producerFiles.diagnostics, ...dbtManifests.diagnostics);
+  for (const [p, text] of dbtManifests.value) producerFiles.value.set(p, text);
+  if (discovered.value.previousManifest && diagnostics.some((d) => d.location?.file === discovered.value.previousManifest!.path)) {
+    sources.set(discovered.value.previousManifest.path, discovered.value.previousManifest.text);
+  }
+
   const validated = validateDocuments(contracts.value, configs.value);
   diagnostics.push(...validated.diagnostics);
 
-  const referenced = validated.value.contracts
-    .map((c) => c.document)
-    .flatMap((c) => (c.kind === "TransformContract" && c.producer.type === "sql" ? [c.producer.path] : []));
-  const previousManifest = options.previousManifest ? undefined : previousManifestOf(discovered.value.previousManifest, diagnostics);
-  const previousState = options.previousManifest ?? previousManifest;
-  const producerFiles = readReferencedFiles(layout.root, referenced);
-  diagnostics.push(...producerFiles.diagnostics);
-  // dbt producers: the project's committed manifest.json (as large as dbt writes it)
-  const dbtManifests = readReferencedFiles(
-    layout.root,
-    validated.value.contracts.map((c) => c.document).flatMap((c) => (c.kind === "TransformContract" && c.producer.type === "dbt" ? [dbtManifestPath(c.producer.project)] : [])),
-    MAX_MANIFEST_BYTES,
-  );
-  diagnostics.push(...dbtManifests.diagnostics);
-  for (const [p, text] of dbtManifests.value) producerFiles.value.set(p, text);
+  const previousManifest = discovered.value.previous;
+  // Only a first compile (no previous manifest at all) diffs against an empty one: a damaged one
+  // is CA1101, never read as empty (every asset would read as added).
+  const firstCompile = options.diff && discovered.value.firstCompile === true;
+  const previousState = options.previousManifest ?? previousManifest ?? (firstCompile ? emptyManifest() : undefined);
   const linked = linkProject(validated.value, {
     producerFiles: producerFiles.value,
     unresolvedNames: validated.value.unresolvedNames,
@@ -151,6 +165,11 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
     }
     if (!hasErrors(diagnostics)) result.files = rendered.value;
   }
+  if (result.files && options.write) {
+    const written = writeOutputs(layout, result.files, { check: options.write === "check", ...result.writeScope });
+    diagnostics.push(...written.diagnostics);
+    result.written = written.value;
+  }
   result.diagnostics = sortDiagnostics(diagnostics);
   return result;
 }
@@ -163,19 +182,27 @@ export interface ExportResult {
   files?: FileMap;
   /** For `write`: only the `*.odcs.yaml` files of the folder are the export's. */
   writeScope: WriteScope;
+  /** What `write` did, with `options.write`. */
+  written?: WriteReport;
 }
 
 /**
  * `export odcs`: compiles the project (every check of `compile`), then renders one ODCS v3 document
  * per contract into `dir` (project-relative). Nothing is rendered when the project has errors.
  */
-export function exportOdcs(layout: ProjectLayout, dir: string): ExportResult {
+export function exportOdcs(layout: ProjectLayout, dir: string, options: { write?: boolean } = {}): ExportResult {
   const compiled = compileProject(layout);
   const result: ExportResult = { diagnostics: compiled.diagnostics, sources: compiled.sources, writeScope: { owns: ["*.odcs.yaml"] } };
   if (hasErrors(compiled.diagnostics) || !compiled.project) return result;
   const rendered = renderOdcs(compiled.project, dir);
   result.diagnostics = sortDiagnostics([...compiled.diagnostics, ...rendered.diagnostics]);
-  if (!hasErrors(result.diagnostics)) result.files = rendered.value;
+  if (hasErrors(result.diagnostics)) return result;
+  result.files = rendered.value;
+  if (options.write) {
+    const written = writeOutputs({ ...layout, outDir: dir }, result.files, { check: false, ...result.writeScope });
+    result.written = written.value;
+    result.diagnostics = sortDiagnostics([...result.diagnostics, ...written.diagnostics]);
+  }
   return result;
 }
 
@@ -187,6 +214,8 @@ export interface ImportResult {
   files: FileMap;
   /** `write` manages only these files: nothing else in the target folder is touched. */
   writeScope: WriteScope;
+  /** What `write` did, with `options.write`. */
+  written?: WriteReport;
 }
 
 /**
@@ -196,7 +225,7 @@ export interface ImportResult {
  * again as our format, so its diagnostics are located in the file the user will edit. A file that
  * is not an ODCS v3 document, or cannot be read as one, gives no output.
  */
-export function importOdcs(layout: ProjectLayout, paths: readonly string[], dir: string): ImportResult {
+export function importOdcs(layout: ProjectLayout, paths: readonly string[], dir: string, options: { write?: boolean } = {}): ImportResult {
   const diagnostics: Diagnostic[] = [];
   const sources = new Map<string, string>();
   const files: FileMap = new Map();
@@ -235,7 +264,72 @@ export function importOdcs(layout: ProjectLayout, paths: readonly string[], dir:
   for (const f of written) sources.set(f.path, f.text);
   const reparsed = parseContracts(written);
   diagnostics.push(...reparsed.diagnostics, ...validateDocuments(reparsed.value, []).diagnostics);
-  return { diagnostics: sortDiagnostics(diagnostics), sources, files, writeScope: { owns: [] } };
+  const result: ImportResult = { diagnostics: [], sources, files, writeScope: { owns: [] } };
+  if (options.write) {
+    const written = writeOutputs({ ...layout, outDir: dir }, files, { check: false, ...result.writeScope });
+    result.written = written.value;
+    diagnostics.push(...written.diagnostics);
+  }
+  result.diagnostics = sortDiagnostics(diagnostics);
+  return result;
+}
+
+/** What `drift apply` did: the merge, the project's diagnostics after it, and what was written. */
+export interface ApplyProposalResult {
+  /** Why nothing could be merged (unreadable or invalid proposal, no contract of that id, a merge conflict). */
+  problem?: string;
+  /** Exit class of `problem`: the proposal file cannot be read (a usage error) or its content is refused. */
+  problemKind?: "unreadable" | "refused";
+  /** The contract file the proposal belongs to (project-relative). */
+  contract?: string;
+  /** What the merge changed, one line each (empty when the contract already matches). */
+  changes: string[];
+  /** The merged project's diagnostics (excerpts from `sources`); the file is written only when it has no error. */
+  diagnostics: Diagnostic[];
+  sources: Map<string, string>;
+  /** Whether the merged contract was written. */
+  written: boolean;
+  /** The merged project's size, for the summary line. */
+  contractCount: number;
+  assetCount: number;
+}
+
+/**
+ * `drift apply`: reads a proposal (discover's `readSourceFile`), merges it into the contract with
+ * the same id (`mergeProposal`, comments and layout kept), compiles the project with the merged
+ * text standing in for the file (nothing is written yet), and writes the file only when that
+ * compile is clean, so an invalid merge never touches the disk.
+ */
+export function applyProposal(layout: ProjectLayout, proposalPath: string): ApplyProposalResult {
+  const result: ApplyProposalResult = { changes: [], diagnostics: [], sources: new Map(), written: false, contractCount: 0, assetCount: 0 };
+  const read: Diagnostic[] = [];
+  const file = readSourceFile(layout.root, proposalPath, read, MAX_FILE_BYTES);
+  if (!file) return { ...result, problem: `cannot read the proposal ${JSON.stringify(proposalPath)}: ${(read[0]?.message ?? "unknown").replace(/^cannot read the file: /, "")}`, problemKind: "unreadable" };
+  const parsed = parseProposal(file.text);
+  if (!parsed.proposal) return { ...result, problem: parsed.problem ?? "not a proposal", problemKind: "refused" };
+  const before = compileProject(layout);
+  const contract = before.project?.contracts.find((c) => c.contract.id === parsed.proposal!.id);
+  if (!contract) {
+    const guess = suggest(parsed.proposal.id, (before.project?.contracts ?? []).map((c) => c.contract.id));
+    return { ...result, problem: `no contract has the id ${JSON.stringify(parsed.proposal.id)}${guess ? `; did you mean ${JSON.stringify(guess)}?` : ""}`, problemKind: "refused" };
+  }
+  const relative = contract.located.source.file.path;
+  result.contract = relative;
+  const original = contract.located.source.file.text;
+  const merged = mergeProposal(original, parsed.proposal);
+  if (merged.problem) return { ...result, problem: `${relative}: ${merged.problem}`, problemKind: "refused" };
+  if (merged.text === original) return result;
+  result.changes = merged.changes;
+  const after = compileProject(layout, { overlay: new Map([[relative, merged.text]]) });
+  result.diagnostics = after.diagnostics;
+  result.sources = after.sources;
+  result.contractCount = after.project?.contracts.length ?? 0;
+  result.assetCount = after.project?.assets.size ?? 0;
+  if (hasErrors(after.diagnostics)) return result;
+  const written = writeOutputs({ ...layout, outDir: layout.contractsDir }, new Map([[relative, merged.text]]), { check: false, owns: [] });
+  result.diagnostics = sortDiagnostics([...after.diagnostics, ...written.diagnostics]);
+  result.written = !hasErrors(written.diagnostics);
+  return result;
 }
 
 /** An internal error as a diagnostic (exit 2 in the CLI). */

@@ -40,6 +40,11 @@ export const Diagnostics = {
     (a) => `no orchestration config in ${q(a.folder)}; built-in defaults are used`,
   ),
   ReferencedFileMissing: entry<{ path: string }>("CA1007", "error", (a) => `the file ${q(a.path)} does not exist in the project`),
+  PreviousManifestDamaged: entry<{ path: string; problem: string }>(
+    "CA1101",
+    "error",
+    (a) => `the previous manifest ${q(a.path)} is damaged, so no change can be checked against it: ${a.problem}`,
+  ),
 
   // 2: parse
   YamlSyntax: entry<{ detail: string }>("CA2001", "error", (a) => `YAML syntax error: ${a.detail}`),
@@ -298,6 +303,11 @@ export const Diagnostics = {
     "error",
     (a) => `${a.field} holds the unresolved template placeholder ${q(a.placeholder)}; it reaches Airflow and lineage as written`,
   ),
+  NumberNotAsWritten: entry<{ field: string; written: string; printed: string }>(
+    "CA3803",
+    "warning",
+    (a) => `${a.field} is written ${a.written} but is the number ${a.printed} (YAML 1.2), which is what Airflow and lineage receive`,
+  ),
 
   // 4: link
   DuplicateContractId: entry<{ id: string }>("CA4001", "error", (a) => `the contract id ${q(a.id)} is declared twice`),
@@ -445,6 +455,12 @@ export const Diagnostics = {
     "CA4411",
     "error",
     (a) => `the dbt model ${q(a.model)} (${a.file}) sets its own ${a.config}; the runtime decides where models build (staging, then the published table)`,
+  ),
+
+  UnreadExternalAsset: entry<{ asset: string }>(
+    "CA4801",
+    "warning",
+    (a) => `the external asset ${q(a.asset)} is read by no contract: it reaches no DAG, so Airflow never has it`,
   ),
 
   // 5: graph

@@ -326,6 +326,23 @@ const breakingOf = (v: ContractVersions): Change[] => v.changes.filter((x) => x.
 const additiveOf = (v: ContractVersions): Change[] => v.changes.filter((x) => CHANGE_RULES.find((r) => r.id === x.rule)?.additive === true && x.category !== "breaking");
 
 /** Every change rule, in report order within an asset. Add a rule here, with a golden case. */
+/**
+ * The contracts that read an asset in one state: the `via` of its edges (every contract that is
+ * not retired, drafts included) and the DAGs that list it as an inlet (also those kept for a file
+ * that failed validation). Sorted.
+ */
+function readersIn(manifest: Manifest, dags: ReadonlyMap<string, DagPlan>, asset: string): string[] {
+  const readers = new Set(manifest.edges.filter((e) => e.from === asset).map((e) => e.via));
+  for (const dag of dags.values()) if (dag.inlets.includes(asset)) readers.add(dag.dag_id);
+  // Sort for determinism.
+  return [...readers].sort(compareStrings);
+}
+
+/** Whether an asset is declared by a `kind: ExternalAssets` document (not an ingestion source). */
+function isDeclaredExternal(manifest: Manifest, asset: ManifestAsset): boolean {
+  return asset.external && !manifest.assets.some((a) => !a.external && a.contract === asset.contract);
+}
+
 export const CHANGE_RULES: readonly ChangeRule[] = [
   {
     id: "CONSUMER_UPSTREAM_REMOVED",
@@ -485,6 +502,21 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
       kept(c)
         .filter(([b, a]) => a.status === "retired" && b.status !== "retired")
         .map(([b, a]) => ({ asset: a.name, field: "status", before: b.status, after: a.status, message: `${q(a.name)} is retired` })),
+  },
+  {
+    id: "EXTERNAL_ASSET_UNREAD",
+    purpose: "An external asset is added that no contract reads, or its last reader stopped reading it; no DAG declares it, so Airflow never has it.",
+    severity: "dangerous",
+    category: "metadata-only",
+    about: "asset",
+    detect: (c) =>
+      [...c.after.values()].flatMap((a) => {
+        if (!isDeclaredExternal(c.current, a) || readersIn(c.current, c.dagsAfter, a.name).length > 0) return [];
+        if (!c.before.has(a.name)) return [{ asset: a.name, field: "readers", after: [], message: `the external asset ${q(a.name)} is added, and no contract reads it` }];
+        const before = readersIn(c.previous, c.dagsBefore, a.name);
+        if (before.length === 0) return [];
+        return [{ asset: a.name, field: "readers", before, after: [], message: `no contract reads the external asset ${q(a.name)} any more (${before.map((x) => q(x)).join(", ")} did)` }];
+      }),
   },
   {
     id: "ASSET_ADDED",

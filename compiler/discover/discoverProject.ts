@@ -4,8 +4,10 @@ import path from "node:path";
 import fg from "fast-glob";
 import { createDiagnostic, Diagnostics } from "../diagnostics/catalogue.js";
 import type { Diagnostic, StageResult } from "../diagnostics/diagnostic.js";
+import type { Manifest } from "../model/manifest.js";
 import { compareStrings } from "../support/compare.js";
 import { relativePosix, staysInside, toPosix } from "../support/paths.js";
+import { readPreviousManifest } from "./readManifest.js";
 
 /** Largest contract or config file read, in bytes; a larger one is CA1002 (guards memory and time). */
 export const MAX_FILE_BYTES = 1024 * 1024;
@@ -35,8 +37,12 @@ export interface DiscoveredProject {
   contractPaths: string[];
   contracts: SourceFile[];
   configs: SourceFile[];
-  /** The manifest of the last compile in `outDir`, when there is one (the diff's previous state). */
+  /** The file of the previous state (the manifest in `outDir` or at a Git ref), when there is one. */
   previousManifest?: SourceFile;
+  /** The previous state, when its file exists and is a valid manifest (the diff compares with it). */
+  previous?: Manifest;
+  /** True when the output folder's previous state was asked for and there is no manifest at all (a first compile). */
+  firstCompile?: boolean;
 }
 
 /** The default layout of DESIGN §4 under a root. */
@@ -153,16 +159,69 @@ function listYamlFiles(root: string, folder: string, diagnostics: Diagnostic[]):
   return files.sort(compareStrings);
 }
 
+/** What discover reads besides the project's own files. */
+export interface DiscoverOptions {
+  /**
+   * The previous state: the manifest of the output folder (`"output"`, the default), the one
+   * committed at a Git ref (`{ref}`, `--against`), or none.
+   */
+  previous?: "output" | "none" | { ref: string };
+  /** `compile --force`: a damaged previous manifest is a warning and is left out (see `readPreviousManifest`). */
+  force?: boolean;
+  /**
+   * Texts that stand in for files on disk, by project-relative path: a contract merged in memory
+   * (`drift apply`) is compiled before anything is written.
+   */
+  overlay?: ReadonlyMap<string, string>;
+}
+
 /**
- * The discover stage: the only stage that reads the disk (with {@link readProjectFiles}).
- *
- * Input: a layout. Output: the contract files, the orchestration config files and the previous
- * manifest, each sorted by path. Diagnostics: CA1001–CA1006.
+ * The previous manifest, read and checked: CA1002/CA1005 when the file cannot be read as text,
+ * CA7002 when a Git ref has none, CA1101 when it is damaged. Never an empty stand-in.
  */
-export function discoverProject(layout: ProjectLayout): StageResult<DiscoveredProject> {
+function discoverPreviousState(layout: ProjectLayout, options: DiscoverOptions, diagnostics: Diagnostic[]): Pick<DiscoveredProject, "previous" | "previousManifest" | "firstCompile"> {
+  const previous = options.previous ?? "output";
+  if (previous === "none") return {};
+  const found: Diagnostic[] = [];
+  let file: SourceFile | undefined;
+  if (previous === "output") {
+    const manifestPath = toPosix(path.join(layout.outDir, "manifest.json"));
+    if (!fs.existsSync(path.join(layout.root, manifestPath))) return { firstCompile: true };
+    file = readSourceFile(layout.root, manifestPath, found, MAX_MANIFEST_BYTES);
+  } else {
+    const read = readManifestAtRef(layout, previous.ref);
+    if (read.file) file = read.file;
+    else found.push(createDiagnostic(Diagnostics.PreviousManifestUnreadable, { path: `${previous.ref}:${layout.outDir}/manifest.json`, detail: read.problem ?? "unknown" }, undefined));
+  }
+  const out: Pick<DiscoveredProject, "previous" | "previousManifest" | "firstCompile"> = {};
+  if (file) {
+    out.previousManifest = file;
+    const checked = readPreviousManifest(file, options.force ?? false);
+    found.push(...checked.diagnostics);
+    if (checked.manifest) out.previous = checked.manifest;
+  }
+  // --force: what keeps the previous state from being used is said, but does not stop the compile.
+  diagnostics.push(...(options.force ? found.map((d) => ({ ...d, severity: "warning" as const })) : found));
+  return out;
+}
+
+/**
+ * The discover stage: the only stage that reads the disk (with {@link readReferencedFiles}, which
+ * reads the files the parsed documents name before any stage interprets them).
+ *
+ * Input: a layout. Output: the contract files, the orchestration config files, each sorted by
+ * path, and the previous state (the manifest in the output folder or at a Git ref, checked against
+ * its schema). Diagnostics: CA1001–CA1006, CA1101, CA7002.
+ */
+export function discoverProject(layout: ProjectLayout, options: DiscoverOptions = {}): StageResult<DiscoveredProject> {
   const diagnostics: Diagnostic[] = [];
   const read = (paths: string[]): SourceFile[] =>
-    paths.map((p) => readSourceFile(layout.root, p, diagnostics)).filter((f): f is SourceFile => f !== undefined);
+    paths
+      .map((p) => {
+        const text = options.overlay?.get(p);
+        return text !== undefined ? { path: p, bytes: new TextEncoder().encode(text), text } : readSourceFile(layout.root, p, diagnostics);
+      })
+      .filter((f): f is SourceFile => f !== undefined);
 
   const contractPaths = listYamlFiles(layout.root, layout.contractsDir, diagnostics);
   if (contractPaths.length === 0) {
@@ -174,13 +233,22 @@ export function discoverProject(layout: ProjectLayout): StageResult<DiscoveredPr
   if (configPaths.length === 0) {
     diagnostics.push(createDiagnostic(Diagnostics.NoOrchestrationConfig, { folder: layout.configDir }, undefined));
   }
-  const value: DiscoveredProject = { contractPaths, contracts: read(contractPaths), configs: read(configPaths) };
-  const manifestPath = toPosix(path.join(layout.outDir, "manifest.json"));
-  if (fs.existsSync(path.join(layout.root, manifestPath))) {
-    const manifest = readSourceFile(layout.root, manifestPath, [], MAX_MANIFEST_BYTES);
-    if (manifest) value.previousManifest = manifest;
-  }
+  const value: DiscoveredProject = { contractPaths, contracts: read(contractPaths), configs: read(configPaths), ...discoverPreviousState(layout, options, diagnostics) };
   return { value, diagnostics };
+}
+
+/** Whether a path is a folder (the CLI's `--root`), without throwing. */
+export function isFolder(absolute: string): boolean {
+  try {
+    return fs.statSync(absolute).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** Whether a file or folder exists at an absolute path (where a tool such as the runtime's Python is). */
+export function pathExists(absolute: string): boolean {
+  return fs.existsSync(absolute);
 }
 
 /**

@@ -1,12 +1,10 @@
 import { Diagnostics } from "../diagnostics/catalogue.js";
 import type { TransformContract } from "../model/contract.js";
+import { dbtManifestPath } from "../model/references.js";
 import { compareStrings } from "../support/compare.js";
 import type { LinkedContract } from "./model.js";
 
-/** The committed, parsed manifest of a dbt project: where `dbt parse` output is kept (ADR 0012). */
-export function dbtManifestPath(project: string): string {
-  return `${project.replace(/\/+$/, "")}/manifest.json`;
-}
+export { dbtManifestPath } from "../model/references.js";
 
 /** One dbt node the checks read (a model, seed, snapshot, test ...). */
 export interface DbtNode {

@@ -8,11 +8,9 @@ import { compareStrings } from "../support/compare.js";
 import { normaliseUri } from "../support/uri.js";
 import { COMPILER_NAME, COMPILER_VERSION } from "../version.js";
 
-/**
- * The manifest format version. Bump it on any change a reader must know about; readers refuse a
- * version they do not know (see ARCHITECTURE.md, "Manifest").
- */
-export const MANIFEST_VERSION = 1;
+import { MANIFEST_VERSION } from "../model/manifest.js";
+
+export { MANIFEST_VERSION } from "../model/manifest.js";
 
 export type { Manifest, ManifestAsset } from "../model/manifest.js";
 

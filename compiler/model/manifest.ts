@@ -359,6 +359,12 @@ export interface DagPlan {
   runtime: DagRuntime;
 }
 
+/**
+ * The manifest format version. Bump it on any change a reader must know about; readers refuse a
+ * version they do not know (see ARCHITECTURE.md, "The manifest").
+ */
+export const MANIFEST_VERSION = 1;
+
 export interface Manifest {
   manifestVersion: number;
   compiler: { name: string; version: string };

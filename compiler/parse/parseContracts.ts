@@ -21,6 +21,13 @@ export interface ParsedDocument {
    * document translated from another format (ODCS) names the path of the file the author wrote.
    */
   describe?: (path: NodePath) => string;
+  /**
+   * The source text of the number at a path when it is not what the number prints back as
+   * (`JSON.stringify`): `1.10` (the number 1.1), `1.0` (1), `0x1F` (31); undefined for any other
+   * node, and for a number written as it prints. Taken from the YAML library's own source of the
+   * scalar token, never from re-reading the line.
+   */
+  numberAsWritten?: (path: NodePath) => string | undefined;
 }
 
 const YAML_OPTIONS = {
@@ -92,9 +99,10 @@ function checkKey(key: unknown, out: NonJsonScalar[]): void {
  * Scalars JSON cannot carry exactly: `.nan` and `.inf`, and integer literals beyond ±2^53 (a
  * float literal such as `1.5e+288` is fine: it is read as the float it says).
  */
-function checkNonJson(node: Scalar, out: NonJsonScalar[]): void {
+function checkNonJson(node: Scalar, out: NonJsonScalar[], reprinted: Scalar[]): void {
   checkTag(node, out);
   if (typeof node.value !== "number") return;
+  if (Number.isFinite(node.value) && typeof node.source === "string" && node.source !== JSON.stringify(node.value)) reprinted.push(node);
   if (!Number.isFinite(node.value)) out.push({ node, kind: "nonJson" });
   else if (/^[-+]?(?:\d+|0x[0-9a-fA-F]+|0o[0-7]+)$/.test(String(node.source ?? "")) && !Number.isSafeInteger(node.value)) {
     out.push({ node, kind: "unsafe" });
@@ -106,8 +114,9 @@ function checkNonJson(node: Scalar, out: NonJsonScalar[]): void {
  * range table, and collects the scalars JSON cannot carry (every scalar once; aliases are not
  * followed for that).
  */
-function indexDocument(doc: Document): { root: IndexNode | undefined; ranges: Int32Array; nonJson: NonJsonScalar[] } {
+function indexDocument(doc: Document): { root: IndexNode | undefined; ranges: Int32Array; nonJson: NonJsonScalar[]; reprinted: Scalar[] } {
   const nonJson: NonJsonScalar[] = [];
+  const reprinted: Scalar[] = [];
   const table: number[] = [];
   const anchored = new Map<unknown, IndexNode>();
   const setRange = (at: number, node: unknown): void => {
@@ -117,7 +126,7 @@ function indexDocument(doc: Document): { root: IndexNode | undefined; ranges: In
   };
   // Nodes outside the index (keys that are collections, pairs in a sequence): checked only.
   const scan = (node: unknown): void => {
-    if (isScalar(node)) checkNonJson(node, nonJson);
+    if (isScalar(node)) checkNonJson(node, nonJson, reprinted);
     else if (isMap(node) || isSeq(node)) {
       checkTag(node, nonJson);
       for (const item of node.items) {
@@ -174,7 +183,7 @@ function indexDocument(doc: Document): { root: IndexNode | undefined; ranges: In
   const contents = doc.contents;
   const root = isMap(contents) || isSeq(contents) ? build(contents, true) : undefined;
   if (!root) scan(contents);
-  return { root, ranges: Int32Array.from(table), nonJson };
+  return { root, ranges: Int32Array.from(table), nonJson, reprinted };
 }
 
 /** Builds the locator for one document from its index (see {@link IndexNode}). */
@@ -303,8 +312,19 @@ export function parseDocument(file: SourceFile): StageResult<ParsedDocument | un
     return { value: undefined, diagnostics };
   }
   // The locator keeps the index, never the node tree (so the tree is garbage once this returns).
-  const { root, ranges, nonJson: bad } = indexDocument(doc);
+  const { root, ranges, nonJson: bad, reprinted } = indexDocument(doc);
   const locate = makeLocator(root, ranges, doc.contents.range ?? undefined, file.path, lines);
+  // Numbers whose source text is not their printed value, by where their node starts.
+  const written = new Map<string, string>();
+  for (const scalar of reprinted) {
+    const start = positionOf(scalar.range?.[0] ?? 0);
+    written.set(`${start.line}:${start.column}`, String(scalar.source));
+  }
+  const numberAsWritten = (path: NodePath): string | undefined => {
+    if (written.size === 0) return undefined;
+    const at = locate(path);
+    return written.get(`${at.line}:${at.column}`);
+  };
   for (const b of bad) {
     const at = positionOf(b.node.range?.[0] ?? 0);
     const end = positionOf(b.node.range?.[1] ?? 0);
@@ -322,7 +342,7 @@ export function parseDocument(file: SourceFile): StageResult<ParsedDocument | un
     );
   }
   if (bad.length > 0) return { value: undefined, diagnostics };
-  return { value: { file, value, locate }, diagnostics };
+  return { value: { file, value, locate, numberAsWritten }, diagnostics };
 }
 
 function at1(file: string): SourceLocation {

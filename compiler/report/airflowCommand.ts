@@ -3,7 +3,7 @@ import { AirflowApiError, AirflowClient, type AirflowAuth } from "../airflow/air
 import type { Diagnostic } from "../diagnostics/diagnostic.js";
 import { defaultLayout, MAX_MANIFEST_BYTES, readSourceFile } from "../discover/discoverProject.js";
 import type { Manifest } from "../manifest/buildManifest.js";
-import { parseManifest } from "../manifest/parseManifest.js";
+import { parseManifest } from "../discover/readManifest.js";
 import { maskSecrets } from "../support/secrets.js";
 
 /** What the commands that read a running Airflow (`stale`, `freshness`) take. */

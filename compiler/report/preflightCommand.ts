@@ -1,11 +1,11 @@
 import { spawnSync } from "node:child_process";
-import fs from "node:fs";
 import path from "node:path";
 import type { Diagnostic, SourceLocation } from "../diagnostics/diagnostic.js";
 import { hasErrors, sortDiagnostics } from "../diagnostics/diagnostic.js";
 import { createDiagnostic, Diagnostics } from "../diagnostics/catalogue.js";
 import { formatDiagnostics, type DiagnosticFormat } from "../diagnostics/format.js";
 import type { LinkedContract, LinkedProject } from "../link/linkProject.js";
+import { pathExists } from "../discover/discoverProject.js";
 import type { Manifest } from "../manifest/buildManifest.js";
 import { canonicalJson } from "../support/canonical-json.js";
 import { packageRoot } from "../support/package-root.js";
@@ -49,7 +49,7 @@ export function runtimePython(root: string, given?: string): string {
   if (process.env.CONTRACT_ASSETS_PYTHON) return process.env.CONTRACT_ASSETS_PYTHON;
   for (const base of [root, packageRoot()]) {
     const candidate = path.join(base, ".venv", "bin", "python");
-    if (fs.existsSync(candidate)) return candidate;
+    if (pathExists(candidate)) return candidate;
   }
   return "python3";
 }

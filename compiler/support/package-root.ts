@@ -18,3 +18,13 @@ export function packageRoot(): string {
     dir = parent;
   }
 }
+
+/**
+ * The text of one of the compiler's own files (a template, a JSON Schema, package.json), by POSIX
+ * path relative to the package root. These belong to the compiler, not to the project it compiles,
+ * so reading them is not input: this and {@link packageRoot} are the only file reads outside
+ * `discover` and `write` (test/unit/architecture.test.ts, ADR 0009b).
+ */
+export function readPackageFile(relative: string): string {
+  return fs.readFileSync(path.join(packageRoot(), ...relative.split("/")), "utf8");
+}

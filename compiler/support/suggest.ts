@@ -21,3 +21,47 @@ export function suggest(word: string, candidates: Iterable<string>): string | un
   }
   return bestDistance <= limit ? best : undefined;
 }
+
+/**
+ * Words authors use for a trigger tree's two operators, normalised (lower case, without `_`, `-`
+ * and spaces): Python's `&`/`|`, logic's `and`/`or`, JSON Schema's `allOf`/`anyOf`/`oneOf`.
+ * By edit distance `and` is nearest to `any` and `or` to neither, so a spelling hint would say the
+ * opposite of what the author meant; these say it by meaning.
+ */
+const CONDITION_OPERATOR_MEANINGS: Readonly<Record<string, "all" | "any">> = {
+  and: "all",
+  allof: "all",
+  every: "all",
+  both: "all",
+  "&": "all",
+  "&&": "all",
+  or: "any",
+  anyof: "any",
+  oneof: "any",
+  some: "any",
+  either: "any",
+  "|": "any",
+  "||": "any",
+};
+
+/**
+ * The operator a word means where a trigger tree's operator (`all` or `any`) is expected, when it
+ * is a known synonym ({@link CONDITION_OPERATOR_MEANINGS}: `and`, `AND`, `all_of`, `&` → `all`;
+ * `or`, `anyOf`, `|` → `any`); undefined otherwise, and whenever the candidates are not exactly
+ * those two operators.
+ */
+export function operatorMeant(word: string, candidates: readonly string[]): "all" | "any" | undefined {
+  if (!(candidates.length === 2 && candidates.includes("all") && candidates.includes("any"))) return undefined;
+  return CONDITION_OPERATOR_MEANINGS[word.toLowerCase().replace(/[\s_-]/g, "")];
+}
+
+/**
+ * A did-you-mean hint for an unknown field or value: by meaning for a trigger tree's operator
+ * ({@link operatorMeant}), else the closest spelling ({@link suggest}: `ALL`, `alll` → `all`).
+ */
+export function didYouMean(word: string, candidates: readonly string[]): string | undefined {
+  const meant = operatorMeant(word, candidates);
+  if (meant) return `did you mean "${meant}"? A trigger tree writes "and" as "all" (every member has new events) and "or" as "any" (one of them has)`;
+  const guess = suggest(word, candidates);
+  return guess === undefined ? undefined : `did you mean "${guess}"?`;
+}

@@ -1,7 +1,7 @@
 import { createDiagnostic, Diagnostics } from "../diagnostics/catalogue.js";
 import type { Diagnostic } from "../diagnostics/diagnostic.js";
 import type { NodePath, ParsedDocument } from "../parse/parseContracts.js";
-import { suggest } from "../support/suggest.js";
+import { didYouMean, suggest } from "../support/suggest.js";
 import type { ErrorObject } from "./schemas.js";
 
 /** `/datasets/0/name` → `["datasets", 0, "name"]` (JSON Pointer unescaping). */
@@ -79,10 +79,11 @@ export function mapSchemaErrors(doc: ParsedDocument, errors: readonly ErrorObjec
       case "additionalProperties": {
         const extra = (error.params as { additionalProperty: string }).additionalProperty;
         const known = Object.keys((parentSchema?.properties as object | undefined) ?? {});
-        const guess = suggest(extra, known);
+        // A trigger tree's `and:`/`or:` get `all`/`any` by meaning, not by spelling.
+        const guess = didYouMean(extra, known);
         out.push(
           createDiagnostic(Diagnostics.UnknownField, { field: extra, where: field }, doc.locate([...path, extra], "key"), {
-            ...(guess ? { hint: `did you mean "${guess}"?` } : known.length ? { hint: `known fields: ${known.join(", ")}` } : {}),
+            ...(guess ? { hint: guess } : known.length ? { hint: `known fields: ${known.join(", ")}` } : {}),
           }),
         );
         break;
@@ -120,9 +121,8 @@ export function mapSchemaErrors(doc: ParsedDocument, errors: readonly ErrorObjec
           error.keyword === "enum"
             ? (error.params as { allowedValues: unknown[] }).allowedValues
             : [(error.params as { allowedValue: unknown }).allowedValue];
-        const guess = typeof error.data === "string" ? suggest(error.data, allowed.map(String)) : undefined;
-        const hint =
-          guess !== undefined ? `did you mean "${guess}"?` : yaml11Hint(doc, path, error.data, typeof allowed[0]);
+        const guess = typeof error.data === "string" ? didYouMean(error.data, allowed.map(String)) : undefined;
+        const hint = guess ?? yaml11Hint(doc, path, error.data, typeof allowed[0]);
         out.push(
           createDiagnostic(
             Diagnostics.BadEnum,

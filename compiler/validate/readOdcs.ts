@@ -256,6 +256,7 @@ export function readOdcsContract(parsed: ParsedDocument, options: ReadOdcsOption
     value: out,
     locate: (path, part = "value") => parsed.locate(t.origin(path), part),
     describe: (path) => describePath(t.origin(path)),
+    ...(parsed.numberAsWritten ? { numberAsWritten: (path: NodePath) => parsed.numberAsWritten!(t.origin(path)) } : {}),
   };
   return { value: { document, missing, names }, diagnostics };
 }

@@ -1,13 +1,10 @@
-import { createRequire } from "node:module";
-import path from "node:path";
-import { packageRoot } from "../support/package-root.js";
+import { readPackageFile } from "../support/package-root.js";
 import AjvModule, { type ErrorObject, type ValidateFunction } from "ajv";
 
 /**
  * The versioned JSON Schemas of the contract format (compiler/schemas/v1), compiled once with ajv.
  * `x-expected` is our own annotation: the words a pattern error shows instead of the regex.
  */
-const require = createRequire(import.meta.url);
 // Schemas are read from the sources (compiler/schemas), also when running from dist/.
 const Ajv = AjvModule as unknown as typeof AjvModule.default;
 
@@ -25,7 +22,7 @@ const FILES: Record<SchemaKind, string> = {
 let compiled: Record<SchemaKind, ValidateFunction> | undefined;
 
 function schemaJson(name: string): object {
-  return require(path.join(packageRoot(), "compiler", "schemas", "v1", `${name}.schema.json`)) as object;
+  return JSON.parse(readPackageFile(`compiler/schemas/v1/${name}.schema.json`)) as object;
 }
 
 /** The ajv validator of one document kind (compiled on first use, then cached). */

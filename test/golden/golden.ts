@@ -7,7 +7,6 @@ import { formatDiagnostics } from "../../compiler/diagnostics/format.js";
 import { defaultLayout } from "../../compiler/discover/discoverProject.js";
 import { compileProject, type CompileOptions } from "../../compiler/pipeline.js";
 import { formatChangesJson, formatChangesText } from "../../compiler/report/formatChanges.js";
-import { writeOutputs } from "../../compiler/write/writeOutputs.js";
 
 export const REPO = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..", "..");
 export const CASES = path.join(REPO, "test", "cases");
@@ -62,9 +61,9 @@ export interface CaseOutput {
 /** Compiles a staged root like `contract-assets compile` does, and collects what it wrote. */
 export function compileRoot(root: string, options: CompileOptions = {}): CaseOutput {
   const layout = defaultLayout(root);
-  const result = compileProject(layout, options);
-  let diagnostics = result.diagnostics;
-  if (result.files) diagnostics = [...diagnostics, ...writeOutputs(layout, result.files, { check: false }).diagnostics];
+  // The pipeline drives write, as `contract-assets compile` does.
+  const result = compileProject(layout, { write: "write", ...options });
+  const diagnostics = result.diagnostics;
   const exitCode = diagnostics.some((d) => d.severity === "error") ? 1 : 0;
   const out: CaseOutput = {
     exitCode,

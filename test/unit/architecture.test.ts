@@ -140,6 +140,25 @@ describe("architecture", () => {
     expect(missingPy, "Python functions of ARCHITECTURE.md that the runtime does not define").toEqual([]);
   });
 
+  it("reads only in discover and writes only in write (ARCHITECTURE.md, the pipeline)", () => {
+    // Any way to the file system or another process: node:fs (and its promises), fast-glob,
+    // node:child_process, a CommonJS require (which reads files).
+    const io = /from\s+["'](?:node:)?(?:fs|fs\/promises|child_process)["']|from\s+["']fast-glob["']|import\(\s*["'](?:node:)?(?:fs|fs\/promises|child_process)["']\s*\)|\bcreateRequire\b|\brequire\(/;
+    const allowed: Record<string, string> = {
+      // The compiler's own files (templates, schemas, package.json), never the project's: readPackageFile.
+      "support/package-root.ts": "package files",
+      // Runs the runtime's Python (python -m contract_runtime.preflight), as airflow/ talks to a server.
+      "report/preflightCommand.ts": "the preflight process",
+    };
+    const readers = [...sources()].filter(([file, text]) => !file.startsWith("discover/") && !file.startsWith("write/") && !(file in allowed) && io.test(text)).map(([file]) => file);
+    expect(readers, "modules outside discover/ and write/ that reach the file system").toEqual([]);
+    const writes = /\bfs\.(?:writeFile|writeFileSync|appendFile|appendFileSync|rename|renameSync|rm|rmSync|rmdirSync|unlink|unlinkSync|mkdir|mkdirSync|copyFile|copyFileSync|cp|cpSync|symlink|symlinkSync|truncate|truncateSync)\b/;
+    const writers = [...sources()].filter(([file, text]) => !file.startsWith("write/") && writes.test(text)).map(([file]) => file);
+    expect(writers, "modules outside write/ that write the file system").toEqual([]);
+    // The package-file reader reads only below the package root.
+    expect(sources().get("support/package-root.ts")).toMatch(/readFileSync\(path\.join\(packageRoot\(\)/);
+  });
+
   it("makes diagnostics only through the catalogue", () => {
     for (const [file, text] of sources()) {
       if (file.startsWith("diagnostics/")) continue;

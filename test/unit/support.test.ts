@@ -6,7 +6,7 @@ import { parseDurationSeconds } from "../../compiler/support/duration.js";
 import { gitBlobId, sha256Hex } from "../../compiler/support/hash.js";
 import { staysInside } from "../../compiler/support/paths.js";
 import { maskSecrets } from "../../compiler/support/secrets.js";
-import { suggest } from "../../compiler/support/suggest.js";
+import { didYouMean, operatorMeant, suggest } from "../../compiler/support/suggest.js";
 import { normaliseUri } from "../../compiler/support/uri.js";
 
 describe("normaliseUri (Airflow's _sanitize_uri rules)", () => {
@@ -89,5 +89,18 @@ describe("paths, secrets, hashes, suggestions", () => {
   it("suggests only close names", () => {
     expect(suggest("ownr", ["owner", "domain"])).toBe("owner");
     expect(suggest("completely_different", ["owner", "domain"])).toBeUndefined();
+  });
+  it("suggests a trigger operator by meaning: and/all_of/& are all, or/anyOf/| are any", () => {
+    const ops = ["all", "any"];
+    for (const w of ["and", "AND", "And", "all_of", "allOf", "ALL-OF", "every", "both", "&", "&&"]) expect(operatorMeant(w, ops), w).toBe("all");
+    for (const w of ["or", "OR", "any_of", "anyOf", "one_of", "oneOf", "some", "either", "|", "||"]) expect(operatorMeant(w, ops), w).toBe("any");
+    // By spelling alone "and" is one edit from "any": the opposite of what was meant.
+    expect(suggest("and", ops)).toBe("any");
+    expect(didYouMean("and", ops)).toMatch(/^did you mean "all"\?/);
+    expect(didYouMean("ALL", ops)).toBe('did you mean "all"?');
+    expect(didYouMean("alll", ops)).toBe('did you mean "all"?');
+    // Only where the operators are what is expected.
+    expect(operatorMeant("and", ["all", "any", "none"])).toBeUndefined();
+    expect(didYouMean("and", ["any", "owner"])).toBe('did you mean "any"?');
   });
 });

@@ -10,6 +10,7 @@ import { KnownScheduleRefRule } from "./KnownScheduleRefRule.js";
 import { KnownUpstreamRule } from "./KnownUpstreamRule.js";
 import { LiveUpstreamRule } from "./LiveUpstreamRule.js";
 import { MatchingSchemaVersionRule } from "./MatchingSchemaVersionRule.js";
+import { ReadExternalAssetRule } from "./ReadExternalAssetRule.js";
 import type { LinkRule } from "./rule.js";
 import { TriggeredLoadRule } from "./TriggeredLoadRule.js";
 import { UniqueAssetNameRule } from "./UniqueAssetNameRule.js";
@@ -38,4 +39,5 @@ export const LINK_RULES: readonly LinkRule[] = [
   DeadlineNotifierRule,
   FrequentEnoughCronRule,
   TriggeredLoadRule,
+  ReadExternalAssetRule,
 ];

@@ -19,6 +19,7 @@ import { UniqueNamesRule } from "./UniqueNamesRule.js";
 import { ValidDurationRule } from "./ValidDurationRule.js";
 import { ValidScheduleRule } from "./ValidScheduleRule.js";
 import { ValidUriRule } from "./ValidUriRule.js";
+import { VerbatimNumberRule } from "./VerbatimNumberRule.js";
 
 /** Every document rule, in the order they run (order does not change the sorted report). */
 export const DOCUMENT_RULES: readonly DocumentRule[] = [
@@ -42,4 +43,5 @@ export const DOCUMENT_RULES: readonly DocumentRule[] = [
   IngestionModeShapeRule,
   KnownPlaceholderRule,
   TemplateFreeTextRule,
+  VerbatimNumberRule,
 ];

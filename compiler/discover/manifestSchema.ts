@@ -1,10 +1,7 @@
-import { createRequire } from "node:module";
-import path from "node:path";
 import Ajv2020Module, { type ValidateFunction } from "ajv/dist/2020.js";
 import type { Manifest } from "../model/manifest.js";
-import { packageRoot } from "../support/package-root.js";
+import { readPackageFile } from "../support/package-root.js";
 
-const require = createRequire(import.meta.url);
 const Ajv2020 = Ajv2020Module as unknown as typeof Ajv2020Module.default;
 
 /** Project-relative path of the manifest JSON Schema of each `manifestVersion` this compiler knows. */
@@ -14,15 +11,15 @@ let compiled: ValidateFunction | undefined;
 
 /** The manifest JSON Schema of version 1 (the object, read from the sources). */
 export function manifestSchema(): Record<string, unknown> {
-  return require(path.join(packageRoot(), MANIFEST_SCHEMA_FILES[1]!)) as Record<string, unknown>;
+  return JSON.parse(readPackageFile(MANIFEST_SCHEMA_FILES[1]!)) as Record<string, unknown>;
 }
 
 /**
  * Checks a parsed manifest against `compiler/schemas/manifest/v1.schema.json` (ajv, JSON Schema
  * 2020-12). Returns the manifest, or the first problem as `<JSON pointer>: <message>` (the path of
- * the offending field, like the runtime's check names it).
+ * the offending field, like the runtime's check names it) with that `pointer`.
  */
-export function checkManifest(value: unknown): { manifest?: Manifest; problem?: string } {
+export function checkManifest(value: unknown): { manifest: Manifest; problem?: undefined; pointer?: undefined } | { manifest?: undefined; problem: string; pointer: string } {
   compiled ??= new Ajv2020({ allErrors: true, strict: true, allowUnionTypes: true }).compile(manifestSchema());
   if (compiled(value)) return { manifest: value as Manifest };
   const errors = compiled.errors ?? [];
@@ -31,7 +28,7 @@ export function checkManifest(value: unknown): { manifest?: Manifest; problem?: 
   const echo = (keyword: string): number => (keyword === "if" ? 0 : keyword === "unevaluatedProperties" ? 1 : 2);
   const score = (e: (typeof errors)[number]): number => e.instancePath.split("/").length * 3 + echo(e.keyword);
   const best = [...errors].sort((a, b) => score(b) - score(a))[0];
-  if (!best) return { problem: "does not match the manifest schema" };
+  if (!best) return { problem: "does not match the manifest schema", pointer: "" };
   const detail = best.keyword === "additionalProperties" || best.keyword === "unevaluatedProperties" ? `${best.message} (${JSON.stringify(Object.values(best.params)[0])})` : best.message;
-  return { problem: `${best.instancePath || "/"}: ${detail}` };
+  return { problem: `${best.instancePath || "/"}: ${detail}`, pointer: best.instancePath };
 }
