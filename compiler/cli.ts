@@ -223,20 +223,18 @@ async function driftApplyCommand(root: string, proposalPath: string, io: CliIo):
 
 /**
  * `contract-assets init [DIR]`: a new contracts repository in DIR (relative to `--root`, default
- * the root itself; created when missing). Exit 1 with CA9901 for each file that exists (nothing is
- * written), 2 when DIR is a file.
+ * the root itself; created when missing). Exit 1 with CA9901 for each file that exists, or for
+ * DIR when it is a file (nothing is written).
  */
 async function initCommand(dir: string | undefined, options: CommonOptions, io: CliIo): Promise<number> {
-  const { initProject } = await import("./report/initCommand.js");
+  const { initRepository } = await import("./pipeline.js");
   const { formatDiagnostics } = await import("./diagnostics/format.js");
   const base = rootOf(options);
   const given = dir ?? ".";
   if (given === "") throw new UsageError("init needs a folder");
-  const target = path.resolve(base, given);
-  if (fs.existsSync(target) && !fs.statSync(target).isDirectory()) throw new UsageError(`${JSON.stringify(given)} is not a folder`);
   // As the user named it: an absolute folder stays absolute, a relative one is shown from the root.
   const shown = path.isAbsolute(given) ? given : relativeToRoot(base, given, "the folder");
-  const result = initProject(target, shown);
+  const result = initRepository(path.resolve(base, given), shown);
   if (result.diagnostics.length > 0) {
     const format = options.format ?? "text";
     const text = formatDiagnostics(result.diagnostics, format, () => undefined);
@@ -245,7 +243,7 @@ async function initCommand(dir: string | undefined, options: CommonOptions, io: 
     return EXIT_INPUT;
   }
   const where = shown === "." ? "the current folder" : shown;
-  io.stdout(`initialised a contracts repository in ${where}:\n${result.written.map((f) => `  ${f}\n`).join("")}`);
+  io.stdout(`initialised a contracts repository in ${where}:\n${result.value.map((f) => `  ${f}\n`).join("")}`);
   io.stdout(`next: ${shown === "." ? "" : `cd ${shown} && `}npm install && npx contract-assets compile (README.md has the next steps)\n`);
   return EXIT_OK;
 }

@@ -6,7 +6,9 @@ the project venv's uv and installs the wheel into it with its declared dependenc
 to ``requirements.lock`` (so Airflow is the pinned 3.2.2; uv serves everything from its cache),
 then repairs that Airflow as a deployment must (``scripts/fix-airflow.py``, ADR 0008) and
 migrates a SQLite metadata database. The project is a fresh ``contract-assets init`` compiled by
-this repository's compiler. Nothing of this repository is on the fresh venv's path.
+the packed compiler (``npm pack``, installed into a fresh folder): the issue's "done when", a fresh
+folder, the packed compiler, ``init``, ``compile`` and the wheel running the scaffolded contracts
+end to end. Nothing of this repository is on the fresh venv's path.
 """
 
 from __future__ import annotations
@@ -90,9 +92,18 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]
         _run(install)  # the uv cache lacked something: the registry has it
     _run([python, REPO_ROOT / "scripts" / "fix-airflow.py"])
 
+    # The compiler as a user gets it: packed, installed into a fresh folder (npm's cache first).
+    npm = shutil.which("npm")
+    assert npm, "npm is not on PATH"
+    packed = _run([npm, "pack", "--ignore-scripts", "--json", "--pack-destination", base], cwd=REPO_ROOT)
+    tarball = base / json.loads(packed.stdout)[0]["filename"]
+    installer = base / "installer"
+    installer.mkdir()
+    _run([npm, "install", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error", tarball], cwd=installer)
+    cli = installer / "node_modules" / "contract-assets" / "bin" / "contract-assets.js"
     project = base / "project"
-    _run([node_executable(), REPO_ROOT / "bin" / "contract-assets.js", "init", project])
-    _run([node_executable(), REPO_ROOT / "bin" / "contract-assets.js", "compile"], cwd=project)
+    _run([node_executable(), cli, "init", project])
+    _run([node_executable(), cli, "compile"], cwd=project)
     home = base / "home"
     home.mkdir()
     _run([python, "-m", "airflow", "db", "migrate"], env=_clean_env(home, project))
