@@ -121,7 +121,7 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
     unresolvedIds: validated.value.unresolvedIds,
     configBroken: validated.value.configBroken,
     // Rename hints read the state the diff compares against (the output folder's or --against's).
-    ...(previousState ? { previousAssets: new Map(previousState.assets.map((a) => [a.name, { uri: a.uri, contractId: typeof a.extra.contract_id === "string" ? a.extra.contract_id : null, properties: (a.schema?.properties ?? []) as Array<{ name: string; logicalType?: string }> }])) } : {}),
+    ...(previousState ? { previousAssets: new Map(previousState.assets.map((a) => [a.name, { uri: a.uri, contractId: typeof a.extra.contract_id === "string" ? a.extra.contract_id : null, properties: a.schema?.properties ?? [] }])) } : {}),
   });
   diagnostics.push(...linked.diagnostics);
 

@@ -1,4 +1,5 @@
 import type { Manifest, ManifestAsset } from "../manifest/buildManifest.js";
+import type { Property as ManifestProperty, RuntimeUpstream } from "../model/manifest.js";
 import type { DagPlan } from "../plan/planDags.js";
 import { canonicalJson } from "../support/canonical-json.js";
 import { compareStrings } from "../support/compare.js";
@@ -91,8 +92,9 @@ export interface ChangeRule {
   detect: (context: DiffContext, earlier: readonly Change[]) => Finding[];
 }
 
-type Property = { name: string; logicalType?: string; physicalType?: string; required?: boolean; primaryKey?: boolean; description?: string; tags?: unknown; classification?: string };
-type Upstream = { asset: string; trigger?: boolean; schema_version?: number };
+// The manifest's own types (model/manifest.ts, checked against its schema): no local copies to drift.
+type Property = ManifestProperty;
+type Upstream = RuntimeUpstream;
 
 const same = (a: unknown, b: unknown): boolean => canonicalJson(a ?? null) === canonicalJson(b ?? null);
 const q = JSON.stringify;
@@ -112,11 +114,11 @@ function removedNames(context: DiffContext): string[] {
 }
 
 export function propertiesOf(asset: ManifestAsset): Map<string, Property> {
-  return new Map(((asset.schema?.properties ?? []) as Property[]).map((p) => [p.name, p]));
+  return new Map((asset.schema?.properties ?? []).map((p) => [p.name, p]));
 }
 
 function upstreamsOf(dag: DagPlan | undefined): Upstream[] {
-  return ((dag?.runtime as { upstreams?: Upstream[] } | undefined)?.upstreams ?? []) as Upstream[];
+  return dag?.runtime.upstreams ?? [];
 }
 
 /** Current consumers (dag_ids) of an asset name, with their upstream entry. */
@@ -216,7 +218,7 @@ function breakingPropertyChanges(b: ManifestAsset, a: ManifestAsset): string[] {
 }
 
 function renameCandidate(asset: ManifestAsset): RenameCandidate {
-  return { name: asset.name, uri: asset.uri, contractId: contractOf(asset), properties: (asset.schema?.properties ?? []) as Property[] };
+  return { name: asset.name, uri: asset.uri, contractId: contractOf(asset), properties: asset.schema?.properties ?? [] };
 }
 
 /** Removed assets (not declared renamed) paired with added ones (`support/renames.ts`). */

@@ -52,7 +52,7 @@ function readGraphOf(context: DiffContext): ReadGraph {
   const readers = new Map<string, string[]>();
   const produces = new Map<string, string[]>();
   for (const dag of context.dagsAfter.values()) {
-    const upstreams = ((dag.runtime as { upstreams?: Array<{ asset: string }> } | undefined)?.upstreams ?? []).map((u) => u.asset);
+    const upstreams = dag.runtime.upstreams.map((u) => u.asset);
     for (const asset of new Set(upstreams)) readers.set(asset, [...(readers.get(asset) ?? []), dag.dag_id]);
   }
   for (const a of context.after.values()) if (a.producer) produces.set(a.producer, [...(produces.get(a.producer) ?? []), a.name]);

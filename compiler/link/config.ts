@@ -1,3 +1,4 @@
+import { compareStrings } from "../support/compare.js";
 import type { SourceLocation } from "../diagnostics/diagnostic.js";
 import type { OrchestrationConfigDocument, RunSettings } from "../model/contract.js";
 import type { Located } from "../validate/validateDocuments.js";
@@ -74,7 +75,9 @@ export function mergeConfigs(configs: ReadonlyArray<Located<OrchestrationConfigD
     firstSeen.set(key, location);
     return true;
   };
-  for (const { document, source } of configs) {
+  // Sort for determinism: "first" is the first file by path, whatever the discovery order, so the
+  // setting that wins and the file CA4015 points at never depend on it.
+  for (const { document, source } of [...configs].sort((a, b) => compareStrings(a.source.file.path, b.source.file.path))) {
     if (document.uri_template !== undefined && claim("uri_template", source.locate(["uri_template"], "key"))) {
       config.uriTemplate = document.uri_template;
       config.uriTemplateLocation = source.locate(["uri_template"]);

@@ -40,7 +40,7 @@ export function buildManifest(
       producer: a.producer && (a.status === "active" || a.status === "deprecated") ? a.producer : null,
       contract: a.declaredIn,
       contract_sha256: producer?.sha256 ?? null,
-      schema: dataset ? ({ version: dataset.schema.version, properties: dataset.schema.properties } as ManifestAsset["schema"]) : null,
+      schema: dataset ? { version: dataset.schema.version, properties: dataset.schema.properties } : null,
       // The same assertion names the runtime reports, so the diff keys rules like lineage does.
       quality: manifestQuality(dataset?.quality ?? []),
       // Sort for determinism.

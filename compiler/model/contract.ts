@@ -3,8 +3,10 @@
  * are the authority; these types describe a document that has passed them.
  */
 
-export type Status = "draft" | "active" | "deprecated" | "retired";
-export type OnFailure = "block_publish" | "quarantine" | "warn";
+import type { OnFailure, Property as ManifestProperty, QualityRule as ManifestQualityRule, Status } from "./manifest.js";
+
+// One definition each: the contract's values are the manifest's (the schemas' enums are equal).
+export type { OnFailure, Status };
 export type Severity = "error" | "warning" | "info";
 export type LegalBasis =
   | "consent"
@@ -27,38 +29,22 @@ export const QUALITY_OPERATORS = [
 ] as const;
 export type QualityOperator = (typeof QUALITY_OPERATORS)[number];
 
-export interface Property {
-  name: string;
-  logicalType: string;
-  physicalType?: string;
-  required?: boolean;
-  primaryKey?: boolean;
-  unique?: boolean;
-  classification?: string;
-  description?: string;
-  tags?: string[];
-}
+/** A schema property: the manifest carries it as written (the contract schema's `logicalType` enum is the manifest's, a test pins it). */
+export type Property = ManifestProperty;
 
-export interface QualityRule {
+/**
+ * A quality rule as the author writes it (ODCS v3 quality): the manifest's rule (one definition of
+ * every metric, operator and argument field) less what only the compiler decides: `name` and
+ * `severity` are optional here (the compiler names a rule and defaults its severity), and the
+ * `freshness` metric, its `seconds` unit, `arguments` and `implied_by` belong to the rules the
+ * compiler derives (`plan/implicitQualityRules.ts`, `dataTimeRules`).
+ */
+export type QualityRule = Omit<ManifestQualityRule, "name" | "severity" | "metric" | "unit" | "arguments" | "implied_by"> & {
   name?: string;
-  description?: string;
-  type?: "library" | "sql";
-  metric?: "nullValues" | "missingValues" | "invalidValues" | "duplicateValues" | "rowCount";
-  column?: string;
-  validValues?: Array<string | number | boolean>;
-  missingValues?: Array<string | number | boolean | null>;
-  query?: string;
-  unit?: "rows" | "percent";
   severity?: Severity;
-  mustBe?: number;
-  mustNotBe?: number;
-  mustBeGreaterThan?: number;
-  mustBeGreaterOrEqualTo?: number;
-  mustBeLessThan?: number;
-  mustBeLessOrEqualTo?: number;
-  mustBeBetween?: [number, number];
-  mustNotBeBetween?: [number, number];
-}
+  metric?: Exclude<ManifestQualityRule["metric"], "freshness">;
+  unit?: Exclude<ManifestQualityRule["unit"], "seconds">;
+};
 
 export interface Dataset {
   name: string;

@@ -117,7 +117,7 @@ function runtimeOf(
     asset: `${contract.domain}.${d.name}`,
     uri: assets.get(`${contract.domain}.${d.name}`)?.uri ?? null,
     layer: d.layer ?? DEFAULT_LAYER[contract.kind],
-    schema: d.schema as RuntimeDataset["schema"],
+    schema: d.schema,
     quality: [...qualityOf(d), ...dataTimeRules(contract, d)],
     ...(d.physical ? { physical: d.physical } : {}),
   }));

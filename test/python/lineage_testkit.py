@@ -9,16 +9,26 @@
 * :func:`check_run_cycle` — the run-cycle rules of one DAG run.
 * :func:`synthetic_results` / :func:`synthetic_outputs` — what audit and publish would pass, derived
   from a manifest entry.
+* :class:`HttpBackend` / :func:`running_backend` — a real HTTP lineage backend on 127.0.0.1 (a free
+  port) that answers 500, hangs, or answers 500 slowly; :func:`use_http_transport` points the client
+  at it; :func:`closed_port` is a port nothing listens on; :func:`clear_lineage_budgets` forgets the
+  emit hook's per-task budgets (each test is its own task try).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import socket
+import threading
+import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cache
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -297,3 +307,113 @@ def synthetic_outputs(
             }
         )
     return outputs
+
+
+# --- HTTP lineage backends ------------------------------------------------------------------------
+
+#: What a :class:`HttpBackend` does with each POST: answer 500, never answer (until the test ends),
+#: or answer 500 after 0.3 s.
+BACKEND_BEHAVIOURS = ("500", "hang", "slow500")
+
+
+class HttpBackend(ThreadingHTTPServer):
+    """A real HTTP server on 127.0.0.1 (port chosen by the OS) standing in for a broken backend.
+
+    ``arrivals`` holds the ``time.monotonic()`` of each request as it arrived (so a test can tell
+    whether one reached the backend after the task stopped waiting); ``requests`` counts them.
+    """
+
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(self, behaviour: str) -> None:
+        if behaviour not in BACKEND_BEHAVIOURS:
+            raise ValueError(f"unknown backend behaviour {behaviour!r}; one of {BACKEND_BEHAVIOURS}")
+        self.behaviour = behaviour
+        self.release = threading.Event()
+        self.arrivals: list[float] = []
+        super().__init__(("127.0.0.1", 0), _BackendHandler)
+
+    @property
+    def requests(self) -> int:
+        return len(self.arrivals)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_port}"
+
+
+class _BackendHandler(BaseHTTPRequestHandler):
+    server: HttpBackend
+
+    def do_POST(self) -> None:
+        self.server.arrivals.append(time.monotonic())
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.server.behaviour == "hang":
+            self.server.release.wait(30)
+            return
+        if self.server.behaviour == "slow500":
+            time.sleep(0.3)
+        self.send_response(500)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:  # silence the test output
+        return
+
+
+@contextmanager
+def running_backend(behaviour: str) -> Iterator[HttpBackend]:
+    """Starts an :class:`HttpBackend` in a thread; on exit releases hung requests and stops it."""
+    server = HttpBackend(behaviour)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.release.set()
+        server.shutdown()
+        server.server_close()
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound once by the OS, then released)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def use_http_transport(
+    monkeypatch: pytest.MonkeyPatch,
+    url: str,
+    *,
+    timeout: float,
+    retries: int | None = None,
+    client_timeout: float | None = None,
+) -> None:
+    """Point the openlineage client at ``url`` through its own env vars (any other ``OPENLINEAGE*``
+    setting removed), with the emit hook's budget ``timeout`` (seconds, per task try).
+
+    ``retries``: the emit hook's retries (``CONTRACT_ASSETS_LINEAGE_RETRIES``, which replace the
+    client's, ADR 0016); ``None`` keeps its default. ``client_timeout``: the client's own timeout,
+    which the hook replaces by the time left in the task's budget.
+    """
+    for key in list(os.environ):
+        if key.startswith("OPENLINEAGE"):
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("OPENLINEAGE__TRANSPORT__TYPE", "http")
+    monkeypatch.setenv("OPENLINEAGE__TRANSPORT__URL", url)
+    if retries is None:
+        monkeypatch.delenv("CONTRACT_ASSETS_LINEAGE_RETRIES", raising=False)
+    else:
+        monkeypatch.setenv("CONTRACT_ASSETS_LINEAGE_RETRIES", str(retries))
+    if client_timeout is not None:
+        monkeypatch.setenv("OPENLINEAGE__TRANSPORT__TIMEOUT", str(client_timeout))
+    monkeypatch.setenv("CONTRACT_ASSETS_LINEAGE_TIMEOUT", str(timeout))
+
+
+def clear_lineage_budgets() -> None:
+    """Forgets the lineage budgets the emit hook spent per task try (``transport._spent``)."""
+    from contract_runtime.lineage import transport
+
+    transport._spent.clear()

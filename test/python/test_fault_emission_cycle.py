@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import socket
 import sys
 import threading
 import time
 import types
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +24,16 @@ import pytest
 from contract_runtime import stages
 from contract_runtime.lineage import emit_fail, emit_start
 from contract_runtime.warehouse import DuckDBWarehouse, Warehouse
-from lineage_testkit import dag_entry, load_manifest, make_run
+from lineage_testkit import (
+    HttpBackend,
+    clear_lineage_budgets,
+    closed_port,
+    dag_entry,
+    load_manifest,
+    make_run,
+    running_backend,
+    use_http_transport,
+)
 from runtime_support import dag_entry as runtime_dag_entry
 from runtime_support import run_identity, write_manifest
 
@@ -34,72 +41,22 @@ LOGGER = "contract_runtime.lineage"
 BUDGET = 1.0
 
 
-class _Backend(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-
-    def __init__(self, behaviour: str) -> None:
-        self.behaviour = behaviour
-        self.release = threading.Event()
-        self.arrivals: list[float] = []
-        super().__init__(("127.0.0.1", 0), _Handler)
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: _Backend
-
-    def do_POST(self) -> None:
-        self.server.arrivals.append(time.monotonic())
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        if self.server.behaviour == "hang":
-            self.server.release.wait(30)
-            return
-        if self.server.behaviour == "slow500":
-            time.sleep(0.3)
-        self.send_response(500)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture
-def backend(request: pytest.FixtureRequest) -> Iterator[_Backend]:
-    server = _Backend(request.param)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+def backend(request: pytest.FixtureRequest) -> Iterator[HttpBackend]:
+    with running_backend(request.param) as server:
         yield server
-    finally:
-        server.release.set()
-        server.shutdown()
-        server.server_close()
 
 
 def _use_http(monkeypatch: pytest.MonkeyPatch, url: str, retries: int | None = None) -> None:
-    import os
-
-    for key in list(os.environ):
-        if key.startswith("OPENLINEAGE"):
-            monkeypatch.delenv(key)
-    monkeypatch.setenv("OPENLINEAGE__TRANSPORT__TYPE", "http")
-    monkeypatch.setenv("OPENLINEAGE__TRANSPORT__URL", url)
-    monkeypatch.setenv("CONTRACT_ASSETS_LINEAGE_TIMEOUT", str(BUDGET))
-    if retries is None:
-        monkeypatch.delenv("CONTRACT_ASSETS_LINEAGE_RETRIES", raising=False)
-    else:
-        monkeypatch.setenv("CONTRACT_ASSETS_LINEAGE_RETRIES", str(retries))
+    use_http_transport(monkeypatch, url, timeout=BUDGET, retries=retries)
 
 
 @pytest.fixture(autouse=True)
 def _fresh_budgets() -> Iterator[None]:
     """Each test is its own task try: budgets spent by another test do not carry over."""
-    from contract_runtime.lineage import transport
-
-    getattr(transport, "_spent", {}).clear()
+    clear_lineage_budgets()
     yield
-    getattr(transport, "_spent", {}).clear()
+    clear_lineage_budgets()
 
 
 def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
@@ -119,7 +76,7 @@ DAG = dag_entry(MANIFEST, "finance.invoices_curated")
 
 @pytest.mark.parametrize("backend", ["hang"], indirect=True)
 def test_a_failing_task_spends_one_budget_for_start_and_fail(
-    backend: _Backend, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    backend: HttpBackend, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.WARNING, logger=LOGGER)
     _use_http(monkeypatch, f"http://127.0.0.1:{backend.server_port}")
@@ -141,7 +98,7 @@ def test_a_failing_task_spends_one_budget_for_start_and_fail(
 @pytest.mark.parametrize("backend", ["500"], indirect=True)
 @pytest.mark.parametrize(("retries", "attempts"), [(None, 3), (0, 1), (4, 5)])
 def test_a_500_is_retried_a_bounded_configurable_number_of_times_and_named(
-    backend: _Backend,
+    backend: HttpBackend,
     retries: int | None,
     attempts: int,
     monkeypatch: pytest.MonkeyPatch,
@@ -161,10 +118,7 @@ def test_an_unreachable_backend_is_named_unreachable(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.WARNING, logger=LOGGER)
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    _use_http(monkeypatch, f"http://127.0.0.1:{port}", retries=1)
+    _use_http(monkeypatch, f"http://127.0.0.1:{closed_port()}", retries=1)
     emit_start(MANIFEST, DAG, make_run(DAG["dag_id"]))
     (line,) = _warnings(caplog)
     assert "the backend is unreachable" in line and "(2 attempts)" in line
@@ -176,7 +130,7 @@ def test_an_unreachable_backend_is_named_unreachable(
 
 @pytest.mark.parametrize("backend", ["slow500"], indirect=True)
 def test_an_abandoned_send_never_reaches_the_backend_after_the_bound(
-    backend: _Backend, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    backend: HttpBackend, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Retries against a slow failing backend stop at the bound; nothing arrives after it."""
     _use_http(monkeypatch, f"http://127.0.0.1:{backend.server_port}", retries=10)
@@ -190,7 +144,7 @@ def test_an_abandoned_send_never_reaches_the_backend_after_the_bound(
 
 @pytest.mark.parametrize("backend", ["hang"], indirect=True)
 def test_a_hanging_send_ends_at_the_bound(
-    backend: _Backend, monkeypatch: pytest.MonkeyPatch
+    backend: HttpBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The attempt times out at the bound; no thread is left holding a request to deliver later."""
     _use_http(monkeypatch, f"http://127.0.0.1:{backend.server_port}")

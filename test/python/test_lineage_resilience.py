@@ -8,14 +8,11 @@ from __future__ import annotations
 
 import json
 import logging
-import socket
 import statistics
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 from contract_runtime.lineage import (
@@ -31,14 +28,19 @@ from contract_runtime.lineage.identity import (
 )
 from contract_runtime.lineage.redact import is_secret_key, mask_text, strip_userinfo
 from lineage_testkit import (
+    HttpBackend,
+    clear_lineage_budgets,
+    closed_port,
     dag_entry,
     load_manifest,
     make_run,
     read_events,
     requires_spec,
+    running_backend,
     synthetic_outputs,
     synthetic_results,
     use_file_transport,
+    use_http_transport,
     validate_event,
 )
 
@@ -52,56 +54,18 @@ LOGGER = "contract_runtime.lineage"
 # --- broken backends ---------------------------------------------------------------------------
 
 
-class _Backend(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-
-    def __init__(self, behaviour: str) -> None:
-        self.behaviour = behaviour
-        self.release = threading.Event()
-        self.requests = 0
-        super().__init__(("127.0.0.1", 0), _Handler)
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: _Backend
-
-    def do_POST(self) -> None:
-        self.server.requests += 1
-        length = int(self.headers.get("Content-Length") or 0)
-        self.rfile.read(length)
-        if self.server.behaviour == "hang":
-            self.server.release.wait(30)
-            return
-        self.send_response(500)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, format: str, *args: Any) -> None:  # silence the test output
-        return
-
-
 @pytest.fixture
-def backend(request: pytest.FixtureRequest) -> Iterator[_Backend]:
-    server = _Backend(request.param)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+def backend(request: pytest.FixtureRequest) -> Iterator[HttpBackend]:
+    with running_backend(request.param) as server:
         yield server
-    finally:
-        server.release.set()
-        server.shutdown()
-        server.server_close()
 
 
 @pytest.fixture(autouse=True)
 def _fresh_budgets() -> Iterator[None]:
     """Each test is its own set of task tries: lineage budgets spent elsewhere do not carry over."""
-    from contract_runtime.lineage import transport
-
-    transport._spent.clear()
+    clear_lineage_budgets()
     yield
-    transport._spent.clear()
+    clear_lineage_budgets()
 
 
 @pytest.fixture(autouse=True)
@@ -114,38 +78,14 @@ def _no_lingering_emits() -> Iterator[None]:
             thread.join(max(deadline - time.monotonic(), 0))
 
 
-def _closed_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _use_http(
     monkeypatch: pytest.MonkeyPatch,
     url: str,
     retries: bool = True,
     client_timeout: float | None = None,
 ) -> None:
-    """Point the client at ``url`` through its own env vars; our bound is :data:`TIMEOUT`.
-
-    ``retries=False`` sets the emit hook's retries to 0; ``client_timeout`` is the client's own
-    setting, which the hook replaces by the time left in the task's budget.
-    """
-    import os
-
-    for key in list(os.environ):
-        if key.startswith("OPENLINEAGE"):
-            monkeypatch.delenv(key)
-    monkeypatch.setenv("OPENLINEAGE__TRANSPORT__TYPE", "http")
-    monkeypatch.setenv("OPENLINEAGE__TRANSPORT__URL", url)
-    if not retries:
-        # the emit hook's own retries replace the client's (ADR 0016)
-        monkeypatch.setenv("CONTRACT_ASSETS_LINEAGE_RETRIES", "0")
-    else:
-        monkeypatch.delenv("CONTRACT_ASSETS_LINEAGE_RETRIES", raising=False)
-    if client_timeout is not None:
-        monkeypatch.setenv("OPENLINEAGE__TRANSPORT__TIMEOUT", str(client_timeout))
-    monkeypatch.setenv("CONTRACT_ASSETS_LINEAGE_TIMEOUT", str(TIMEOUT))
+    """The client at ``url`` with our bound :data:`TIMEOUT`; ``retries=False`` sets the hook's to 0."""
+    use_http_transport(monkeypatch, url, timeout=TIMEOUT, retries=None if retries else 0, client_timeout=client_timeout)
 
 
 def _task(run_emits: bool) -> str:
@@ -192,7 +132,7 @@ def _assert_bounded_and_quiet(
 
 @pytest.mark.parametrize("backend", ["500"], indirect=True)
 def test_backend_answering_500_leaves_the_task_as_with_lineage_off(
-    backend: _Backend, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    backend: HttpBackend, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """HTTP 500 without retries: each emit fails fast, logs one line, raises nothing."""
     caplog.set_level(logging.WARNING, logger=LOGGER)
@@ -209,7 +149,7 @@ def test_backend_answering_500_leaves_the_task_as_with_lineage_off(
 
 @pytest.mark.parametrize("backend", ["500"], indirect=True)
 def test_backend_answering_500_with_client_retries_is_cut_at_the_timeout(
-    backend: _Backend, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    backend: HttpBackend, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The client's default retries (backoff) outlast the bound: the emit returns at the timeout."""
     caplog.set_level(logging.WARNING, logger=LOGGER)
@@ -222,7 +162,7 @@ def test_backend_answering_500_with_client_retries_is_cut_at_the_timeout(
 
 @pytest.mark.parametrize("backend", ["hang"], indirect=True)
 def test_backend_that_hangs_is_cut_at_the_timeout(
-    backend: _Backend, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    backend: HttpBackend, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A backend that never answers: each emit returns after the timeout with one warning line."""
     caplog.set_level(logging.WARNING, logger=LOGGER)
@@ -248,7 +188,7 @@ def test_closed_port_leaves_the_task_as_with_lineage_off(
 ) -> None:
     """Connection refused: bounded, one line per emit (no credentials in it), nothing raised."""
     caplog.set_level(logging.WARNING, logger=LOGGER)
-    url = f"http://lineage:log-pass-3@127.0.0.1:{_closed_port()}"
+    url = f"http://lineage:log-pass-3@127.0.0.1:{closed_port()}"
     _use_http(monkeypatch, url, retries=False)
     started = time.monotonic()
     assert _task(run_emits=True) == _task(run_emits=False)

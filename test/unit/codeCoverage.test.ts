@@ -11,11 +11,14 @@ import { REPO } from "./helpers.js";
  * failures, the preflight codes); each still wants a golden case.
  */
 const NOT_YET_IN_A_GOLDEN_CASE = [
-  "CA0001", "CA1001", "CA1002", "CA1003", "CA1006", "CA2008", "CA2009", "CA3019", "CA3032", "CA3033",
-  "CA3035", "CA3038", "CA3039", "CA3041", "CA4012", "CA4015", "CA4016", "CA4018", "CA7002",
+  // CA0001 is a compiler bug (test/unit/internal-error.test.ts); CA1002 needs a file over 1 MiB and
+  // CA1006 a project without the cases' shared config (both in test/unit/discover.test.ts); CA3019
+  // may be unreachable: the schemas' name lengths keep asset names far below Airflow's 1500.
+  "CA0001", "CA1002", "CA1006", "CA2009", "CA3019", "CA3041", "CA4016",
   // CA3101 (ImplementedProducerRule): no producer type lacks a runtime since the dbt producer landed.
   "CA3101",
-  "CA8801", "CA8802", "CA8803", "CA8804", "CA8805", "CA8806", "CA8807", "CA9002", "CA9003",
+  // Preflight runs the runtime's Python (test/python/test_fault_preflight.py).
+  "CA8801", "CA8802", "CA8803", "CA8804", "CA8805", "CA8806", "CA8807",
 ];
 
 function expectedOutputs(): string {

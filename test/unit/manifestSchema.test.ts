@@ -26,7 +26,7 @@ function manifests(which: "valid" | "damaged" = "valid"): string[] {
     if (pinnedDamaged(path.join(cases, c)) !== (which === "damaged")) continue;
     for (const side of ["expected", "previous"]) {
       const file = path.join(cases, c, side, "generated", "manifest.json");
-      if (fs.existsSync(file)) out.push(file);
+      if (fs.existsSync(file) && fs.statSync(file).isFile()) out.push(file);
     }
   }
   return out;
