@@ -11,7 +11,8 @@
 #    database, api-server, scheduler with the LocalExecutor, dag-processor and triggerer on
 #    loopback; every DAG unpaused, only the roots triggered through the REST API, the scheduler
 #    starts everything else from Asset events; prints which runs the scheduler started and from
-#    which Asset events, and what was published (rows, quality status);
+#    which Asset events, what was published (rows, quality status), and the freshness
+#    monitor's state per asset (one run of the monitor DAG, triggered at the end);
 # 4. step 2 (DuckDB warehouse only; a seeded failure, since the bundled data passes every error
 #    rule): copies the
 #    project's inputs, appends one invoice in a currency the contract does not allow (JPY) to the

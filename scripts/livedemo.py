@@ -11,7 +11,9 @@ first wave is quiescent, as its cron would), waits until the scheduler is quiesc
 
 * which runs the scheduler started and from which Asset events (dag_id, run_type, state, the
   triggering assets with the DAG run that published each);
-* what was published (asset, rows, quality status) and what was blocked.
+* what was published (asset, rows, quality status) and what was blocked;
+* the freshness monitor's state per asset, from one run of the monitor DAG triggered at the end
+  (``fresh`` for what the chain just published, ``unknown`` for what was never published).
 
 The stack runs on its fixed clock (``livestack.TEST_CLOCK``, the bundled data's reference date)
 so no cron DAG starts by itself. Lineage goes wherever the OpenLineage client's configuration in
@@ -45,6 +47,29 @@ def _localrun() -> Any:
 
 def say(text: str) -> None:
     print(f"  {text}", flush=True)
+
+
+def _show_freshness(stack: LiveStack, monitor: dict[str, Any], localrun: Any) -> list[str]:
+    """Run the freshness monitor DAG once through the REST API (unpause, trigger, wait) and print
+    its states (the ``evaluate`` task's return value); returns ``[dag_id]`` when it did not succeed."""
+    dag_id = str(monitor["dag_id"])
+    stack.wait_for_dags([dag_id])
+    stack.unpause(dag_id)
+    run = stack.trigger(dag_id)
+
+    def ended() -> dict[str, Any] | None:
+        current = stack.get(f"/dags/{dag_id}/dagRuns/{run['dag_run_id']}")
+        return current if current["state"] in ("success", "failed") else None
+
+    done = stack.wait(ended, f"{dag_id} run ends", 300, interval=1)
+    if done["state"] != "success":
+        print(f"\nFreshness monitor {dag_id}: run {run['dag_run_id']} {done['state']} (logs: {stack.logs})")
+        return [dag_id]
+    body = stack.get(f"/dags/{dag_id}/dagRuns/{run['dag_run_id']}/taskInstances/evaluate/xcomEntries/return_value")
+    value = body["value"]
+    entries = json.loads(value) if isinstance(value, str) else value
+    print(localrun.describe_freshness(monitor, entries, done["state"]))
+    return []
 
 
 def main(argv: list[str]) -> int:
@@ -114,6 +139,9 @@ def main(argv: list[str]) -> int:
             failed = f" (failed: {', '.join(extra.get('failed_rules', []))})" if extra.get("failed_rules") else ""
             print(f"  {event['name']:<34} {extra.get('row_count', '?'):>5} rows  {extra.get('quality_status', '?')}{failed}")
         blocked = sorted({r["dag_id"] for r in runs if r["state"] != "success"})
+        monitor = manifest.get("freshness_monitor")
+        if monitor:
+            blocked += _show_freshness(stack, monitor, localrun)
         print("\nNot successful: " + (", ".join(blocked) if blocked else "(none)"))
         (args.work / "runs.json").write_text(json.dumps(listing, indent=1) + "\n", encoding="utf-8")
         ok = not blocked

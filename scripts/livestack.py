@@ -322,6 +322,12 @@ class LiveStack:
     :param env: Extra environment for every component (wins over the stack's own values).
     :param git_bundle: When set, a folder to make a local git repository of and serve as a
         ``GitDagBundle`` named ``git`` (its DAGs carry the commit as bundle version).
+    :param inherit_lineage_config: When true (the demo), an OpenLineage configuration in this
+        process's environment (``OPENLINEAGE__TRANSPORT__*``, ``OPENLINEAGE_CONFIG``,
+        ``OPENLINEAGE_URL``) is the stack's; when false (the tests), every ``OPENLINEAGE*``
+        variable is dropped and ``OPENLINEAGE_CONFIG`` names a file of the stack's that writes
+        :attr:`lineage_file` (so no ``openlineage.yml`` in a working or home folder applies
+        either). Without a configuration, the stack writes :attr:`lineage_file` either way.
     :param clock: When set (an aware datetime), every process of the stack, PostgreSQL included,
         runs with its wall clock shifted so that it reads ``clock`` at start and then advances in
         real time (one fixed offset: libfaketime for PostgreSQL, time-machine for the Python
@@ -342,6 +348,7 @@ class LiveStack:
     git_bundle: Path | None = None
     keep: bool = False
     clock: datetime.datetime | None = None
+    inherit_lineage_config: bool = True
     url: str = ""
     passwords: dict[str, str] = field(default_factory=dict)
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
@@ -446,19 +453,32 @@ class LiveStack:
         """
         if self.clock is None:
             return {}, ""
+        offset = int((self.clock - datetime.datetime.now(datetime.UTC)).total_seconds())
+        self._clock_offset = float(offset)
+        return self.faketime_env(), str(offset)
+
+    def faketime_env(self) -> dict[str, str]:
+        """Environment that puts a non-Python process (PostgreSQL, the Node CLI) on the stack's
+        clock through libfaketime: ``LD_PRELOAD``, ``FAKETIME`` (the offset in seconds) and
+        ``FAKETIME_DONT_FAKE_MONOTONIC``; empty without ``clock``.
+
+        :raises StackUnavailable: libfaketime is not installed.
+        """
+        if self.clock is None:
+            return {}
         library = next(iter(sorted(glob.glob("/usr/lib/*/faketime/libfaketimeMT.so.1"))), None)
         if library is None:
             raise StackUnavailable(
                 "libfaketime not found (run scripts/ensure-postgres.sh: Debian package faketime), "
                 "needed for the live stack's fixed clock"
             )
-        offset = int((self.clock - datetime.datetime.now(datetime.UTC)).total_seconds())
-        self._clock_offset = float(offset)
-        pg = {"LD_PRELOAD": library, "FAKETIME": f"{offset:+d}", "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
-        return pg, str(offset)
+        offset = int(self._clock_offset)
+        return {"LD_PRELOAD": library, "FAKETIME": f"{offset:+d}", "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
 
     def _build_env(self, sql_conn: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW__", "AIRFLOW_CONN_"))}
+        if not self.inherit_lineage_config:
+            env = {k: v for k, v in env.items() if not k.startswith("OPENLINEAGE")}
         for key in ("AIRFLOW_CONFIG", "AIRFLOW_HOME", "CONTRACT_ASSETS_WAREHOUSE"):
             env.pop(key, None)
         self.passwords = {"admin": secrets.token_urlsafe(16), "viewer": secrets.token_urlsafe(16)}
@@ -493,6 +513,8 @@ class LiveStack:
                 "AIRFLOW__API__SECRET_KEY": secrets.token_urlsafe(32),
                 "PYTHONPATH": os.pathsep.join(p for p in (str(JOBS), os.environ.get("PYTHONPATH", "")) if p),
                 "PATH": os.pathsep.join([venv_bin, str(SHIMS), os.environ.get("PATH", "")]),
+                # a contract on its sample data lands "object storage" here, not in the project
+                "CONTRACT_ASSETS_OBJECT_STORE_DIR": str(self.work),
                 # the dbt contracts run dbt from the repository's dbt environment (ADR 0012)
                 "CONTRACT_ASSETS_DBT_BIN": str(REPO_ROOT / ".venv-dbt" / "bin"),
                 "PYTHONDONTWRITEBYTECODE": "1",
@@ -505,7 +527,16 @@ class LiveStack:
             env["CONTRACT_ASSETS_WAREHOUSE"] = str(self.duckdb_path)
             env[f"AIRFLOW_CONN_{WAREHOUSE_CONN_ID.upper()}"] = f"duckdb://{self.duckdb_path}"
             env["AIRFLOW__CORE__PARALLELISM"] = "1"  # one writer process per DuckDB file
-        if not any(k.startswith("OPENLINEAGE__TRANSPORT__") or k in ("OPENLINEAGE_CONFIG", "OPENLINEAGE_URL") for k in env):
+        if not self.inherit_lineage_config:
+            # a config file of the stack's own: the client reads OPENLINEAGE_CONFIG before
+            # ./openlineage.yml and ~/.openlineage/openlineage.yml, and a file wins over env vars
+            config = self.home / "openlineage.yml"
+            config.write_text(
+                json.dumps({"transport": {"type": "file", "log_file_path": str(self.lineage_file), "append": True}}) + "\n",
+                encoding="utf-8",
+            )
+            env["OPENLINEAGE_CONFIG"] = str(config)
+        elif not any(k.startswith("OPENLINEAGE__TRANSPORT__") or k in ("OPENLINEAGE_CONFIG", "OPENLINEAGE_URL") for k in env):
             env.update(
                 OPENLINEAGE__TRANSPORT__TYPE="file",
                 OPENLINEAGE__TRANSPORT__LOG_FILE_PATH=str(self.lineage_file),
@@ -757,7 +788,7 @@ class LiveStack:
         """
         marker: dict[str, Any] = {"seen": None, "since": time.monotonic()}
 
-        def quiet() -> list[dict[str, Any]] | None:
+        def quiet() -> tuple[list[dict[str, Any]]] | None:
             runs = self.dag_runs()
             events = self.get("/assets/events", limit=1)
             seen = (len(runs), events["total_entries"], tuple(r["state"] for r in runs))
@@ -766,9 +797,11 @@ class LiveStack:
                 return None
             if any(r["state"] in LOCALEXECUTOR_DAG_RUN_STATES for r in runs):
                 return None
-            return runs if time.monotonic() - marker["since"] >= settle else None
+            # a 1-tuple, so that a stack with no run at all (an empty list) is quiescent too
+            return (runs,) if time.monotonic() - marker["since"] >= settle else None
 
-        return list(self.wait(quiet, "scheduler quiescent", timeout, interval=1))
+        (runs,) = self.wait(quiet, "scheduler quiescent", timeout, interval=1)
+        return list(runs)
 
     # ------------------------------------------------------------------ extra DAGs
 

@@ -233,6 +233,14 @@ def run_dags(dags_folder: str, dag_ids: Iterable[str], logical_date: datetime.da
     for dag_id in dag_ids:
         dag = bag.dags[dag_id]
         print(f"localrun: running {dag_id}", flush=True)
+        if dag.deadline:
+            # Deadlines are the scheduler's (it creates and checks them; the triggerer runs the
+            # callback), and DAG.test() has no scheduler. Airflow 3.2.2's DAG.test() also cannot
+            # finish such a run: its scheduler-side DAG holds the serialized alerts instead of
+            # their database ids, so marking the run successful raises in
+            # DeadlineAlert.get_by_id. The live stack (scripts/livestack.py) runs them for real.
+            print(f"localrun: {dag_id}: deadline alerts are not evaluated by DAG.test(); skipped", flush=True)
+            dag.deadline = None
         try:
             dr = dag.test(logical_date=logical_date) if logical_date else dag.test()
             state = str(getattr(dr.state, "value", dr.state))
@@ -498,16 +506,33 @@ def freshness(project: Path) -> str:
         ).fetchall()
     finally:
         con.close()
+    entries = [{"asset": a, "state": st, "age_seconds": age} for a, st, age, _last in rows]
+    return describe_freshness(monitor, entries, f"{runs[monitor['dag_id']]['state']}")
+
+
+def describe_freshness(monitor: dict[str, Any], entries: Iterable[dict[str, Any]], run_state: str) -> str:
+    """The monitor's states as a table for humans (the demo, both on ``DAG.test()`` and on the
+    live stack).
+
+    :param monitor: The manifest's ``freshness_monitor`` entry (``dag_id``, ``assets[]`` with
+        ``max_age`` / ``degrade_after``, ``notifier``).
+    :param entries: ``{asset, state, age_seconds}`` per asset (the monitor task's return value
+        or its ``_ca_state.freshness`` rows); ``age_seconds`` None when never published.
+    :param run_state: The monitor run's state, shown in the heading.
+    """
     policies = {a["name"]: a for a in monitor["assets"]}
     lines = [
         "",
-        f"Freshness monitor {monitor['dag_id']} ({runs[monitor['dag_id']]['state']}), states kept in _ca_state.freshness:",
+        f"Freshness monitor {monitor['dag_id']} ({run_state}), states kept in _ca_state.freshness:",
         f"  {'asset':<34} {'state':<9} {'age':>9}  policy (max_age / degrade_after)",
     ]
-    for asset, state, age, _last in rows:
-        policy = policies.get(asset, {})
+    for entry in sorted(entries, key=lambda e: str(e["asset"])):
+        policy = policies.get(entry["asset"], {})
+        age = entry.get("age_seconds")
         shown = "-" if age is None else f"{age:.0f} s"
-        lines.append(f"  {asset:<34} {state:<9} {shown:>9}  {policy.get('max_age')} / {policy.get('degrade_after') or '-'}")
+        lines.append(
+            f"  {entry['asset']:<34} {entry['state']:<9} {shown:>9}  {policy.get('max_age')} / {policy.get('degrade_after') or '-'}"
+        )
     notifier = monitor.get("notifier")
     lines.append(
         "  alerts go only on transitions into stale, degraded or recovered"

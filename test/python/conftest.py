@@ -64,6 +64,22 @@ def pytest_terminal_summary(
             terminalreporter.write_line(line)
 
 
+@pytest.fixture(autouse=True)
+def _restore_openlineage_environment() -> Iterator[None]:
+    """Put the ``OPENLINEAGE*`` environment back after each test.
+
+    ``OpenLineageClient()`` writes to ``os.environ`` itself: given ``OPENLINEAGE_URL`` it adds
+    ``OPENLINEAGE__TRANSPORT__TRANSPORTS__DEFAULT_HTTP__*`` (openlineage-python, client.py), which
+    ``monkeypatch`` does not know to undo. Left behind, they send every later test's lineage,
+    and the live stack's, to a port a finished test opened.
+    """
+    before = {k: v for k, v in os.environ.items() if k.startswith("OPENLINEAGE")}
+    yield
+    for key in [k for k in os.environ if k.startswith("OPENLINEAGE") and k not in before]:
+        del os.environ[key]
+    os.environ.update(before)
+
+
 @pytest.fixture(scope="session")
 def airflow_home() -> str:
     """Path of the temporary AIRFLOW_HOME used for this test session."""
@@ -117,7 +133,8 @@ def live_stack(request: pytest.FixtureRequest, terminal_summary: list[str]) -> I
     started = time.monotonic()
     failed_before = request.session.testsfailed
     work = Path(tempfile.mkdtemp(prefix="contract-assets-live-"))
-    stack = LiveStack(work=work, clock=TEST_CLOCK, git_bundle=work / "git-bundle")
+    # the tests read the stack's own lineage file: no OpenLineage setting of this process applies
+    stack = LiveStack(work=work, clock=TEST_CLOCK, git_bundle=work / "git-bundle", inherit_lineage_config=False)
     try:
         stack.start()
         manifest = json.loads(

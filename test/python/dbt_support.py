@@ -37,6 +37,23 @@ def project_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
+def parse_project(project_dir: Path) -> Path:
+    """``dbt parse`` a dbt project a test wrote (``scripts/dbt_parse.py`` with the dbt environment's
+    Python, as ``scripts/dbt-parse.sh`` does); returns its ``manifest.json``.
+
+    :raises AssertionError: dbt failed (its output in the message).
+    """
+    import subprocess
+
+    require_dbt()
+    proc = subprocess.run(
+        [str(DBT_BIN / "python"), str(REPO / "scripts" / "dbt_parse.py"), str(project_dir)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert proc.returncode == 0, f"dbt parse of {project_dir} failed:\n{proc.stdout}\n{proc.stderr}"
+    return project_dir / "manifest.json"
+
+
 def compiled_dag(dag_id: str) -> dict[str, Any]:
     """The compiled ``dags[]`` entry of a bundled contract (``generated/manifest.json``)."""
     manifest = json.loads(COMPILED.read_text(encoding="utf-8"))

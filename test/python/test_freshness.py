@@ -226,6 +226,11 @@ def test_each_evaluation_is_one_valid_openlineage_event_per_asset(monitor_env: d
         kit.validate_event(event)
         assert event["eventType"] == "OTHER"
         assert event["job"] == {**event["job"], "namespace": "acme", "name": "contract_assets_freshness_monitor"}
+        # our own run, a child of the DAG run (ADR 0010), never the DAG run's runId
+        parent = event["run"]["facets"]["parent"]
+        assert parent["job"]["name"] == "contract_assets_freshness_monitor"
+        assert parent["run"]["runId"] != event["run"]["runId"]
+        assert parent["root"]["run"]["runId"] == parent["run"]["runId"]
         (dataset,) = event["inputs"]
         (assertion,) = dataset["inputFacets"]["dataQualityAssertions"]["assertions"]
         symlink = dataset["facets"]["symlinks"]["identifiers"][0]["name"]
@@ -381,7 +386,7 @@ def _post_event(stack: Any, asset_name: str) -> None:
 def _age_of(stack: Any, asset_name: str) -> float:
     events = [e for e in stack.asset_events() if e["name"] == asset_name]
     latest = max(datetime.datetime.fromisoformat(e["timestamp"]) for e in events)
-    return (datetime.datetime.now(tz=UTC) - latest).total_seconds()
+    return (stack.now() - latest).total_seconds()  # the stack's clock, not the test process's
 
 
 def _wait_age(stack: Any, asset_name: str, at_least: float) -> None:
@@ -396,7 +401,8 @@ def _freshness_cli(stack: Any, root: Path) -> tuple[int, dict[str, Any]]:
 
     proc = subprocess.run(
         [dagcheck.node_executable(), str(dagcheck.CLI), "freshness", "--root", str(root), "--airflow-url", stack.url, "--format", "json"],
-        env=dagcheck.subprocess_env(AIRFLOW_USERNAME="viewer", AIRFLOW_PASSWORD=stack.passwords["viewer"]),
+        # the CLI reads ages against its wall clock: put it on the stack's
+        env=dagcheck.subprocess_env(AIRFLOW_USERNAME="viewer", AIRFLOW_PASSWORD=stack.passwords["viewer"], **stack.faketime_env()),
         capture_output=True, text=True, timeout=120, check=False,
     )
     assert proc.returncode in (0, 1), proc.stderr

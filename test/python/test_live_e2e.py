@@ -26,7 +26,9 @@ What is asserted, from the REST API and the warehouse (never from the test's own
   of a second, so they are not compared with each other.)
 * no event was consumed twice by one DAG, and at quiescence every event no run consumed is still
   queued for its consumer (``assets/queuedEvents``) with the condition unmet by the queued assets:
-  no run is missing;
+  no run is missing. The one exception is Airflow's: an event of an asset already queued for a
+  consumer, published after that consumer's run_after but before the run was queued, is
+  neither consumed nor kept queued (the queue holds one row per asset; see the test);
 * row counts in the PostgreSQL warehouse equal those of the ``DAG.test()`` run (``test_e2e``);
 * lineage nests (ADR 0010): every runId has one job; each DAG run has one run of our contract
   job (one START, one COMPLETE) whose ``parent`` and ``root`` name the provider's DAG-run run
@@ -53,7 +55,7 @@ from typing import Any
 import pytest
 from dagcheck import REPO_ROOT
 from livestack import LiveStack
-from test_e2e import EXPECTED_ROWS, LOCALRUN_MODULE, MAIN_RUN_SECONDS
+from test_e2e import EXPECTED_ROWS, EXTRACTS, LOCALRUN_MODULE, MAIN_RUN_SECONDS
 
 #: Bound for the whole corpus to run through the scheduler (observed: about 2-4 minutes).
 CORPUS_TIMEOUT_S = 1800
@@ -145,7 +147,9 @@ def test_every_run_succeeded_and_roots_ran_once(corpus_run: dict[str, Any], live
             assert {r["run_type"] for r in dag_runs} == {"asset_triggered"}, (dag_id, dag_runs)
 
 
-def test_triggering_events_are_exactly_what_each_condition_needed(corpus_run: dict[str, Any]) -> None:
+def test_triggering_events_are_exactly_what_each_condition_needed(
+    corpus_run: dict[str, Any], terminal_summary: list[str]
+) -> None:
     events = sorted(corpus_run["events"], key=lambda e: (_time(e["timestamp"]), e["id"]))
     consumed: dict[str, Counter[int]] = {}
     for dag_id, entry in corpus_run["dags"].items():
@@ -173,8 +177,28 @@ def test_triggering_events_are_exactly_what_each_condition_needed(corpus_run: di
         assert all(n == 1 for n in consumed[dag_id].values()), (dag_id, consumed[dag_id])
         unconsumed = [e for e in events if e["name"] in scheduled and _time(e["timestamp"]) > previous]
         left = {e["name"] for e in unconsumed}
+        # Airflow queues an asset once per consumer (AssetDagRunQueue, inserted "on conflict do
+        # nothing"): a later event of an asset already queued does not refresh the row. A run's
+        # run_after is the newest row's time and the run deletes the rows it read, so an event
+        # of an asset that run consumed, published after its run_after and before it was queued,
+        # is neither consumed nor left queued (AssetManager._queue_dagruns_nonpartitioned_postgres,
+        # SchedulerJobRunner._create_dag_runs_asset_triggered).
+        last = dag_runs[-1] if dag_runs else None
+        dropped = [
+            e for e in unconsumed
+            if last is not None
+            and e["name"] in {t["name"] for t in corpus_run["triggering"][(dag_id, last["dag_run_id"])]}
+            and _time(e["timestamp"]) <= _time(last["queued_at"])
+        ]
+        if dropped:
+            terminal_summary.append(
+                f"live e2e: {dag_id}: events neither consumed nor queued (Airflow's one queue row per asset): "
+                + ", ".join(f"{e['name']}#{e['id']}" for e in dropped)
+            )
         queued = {q["asset_id"] for q in corpus_run["queued"][dag_id]}
-        assert queued == {e["asset_id"] for e in unconsumed}, (dag_id, corpus_run["queued"][dag_id], sorted(left))
+        assert queued == {e["asset_id"] for e in unconsumed if e not in dropped}, (
+            dag_id, corpus_run["queued"][dag_id], sorted(left), [e["id"] for e in dropped]
+        )
         assert not condition_holds(tree, left), (dag_id, "a run is missing", sorted(left))
 
 
@@ -182,6 +206,10 @@ def test_row_counts_equal_the_dag_test_run(corpus_run: dict[str, Any], live_stac
     assert live_stack.postgres is not None
     counts = {}
     for table in EXPECTED_ROWS:
+        if table in EXTRACTS:  # Parquet files in object storage, not a table: their publish event counts them
+            (event,) = [e for e in corpus_run["events"] if e["name"] == table]
+            counts[table] = int(event["extra"]["row_count"])
+            continue
         schema, name = table.split(".", 1)
         counts[table] = int(live_stack.postgres.psql("warehouse", f'select count(*) from "{schema}"."{name}"'))
     assert counts == EXPECTED_ROWS

@@ -7,13 +7,15 @@ stack's ``projects`` bundle) so the bundled corpus stays as it is for the other 
 
 * ``gate.blocked`` (manual root): an ``error`` rule fails (``rowCount`` must be < 1), publish
   blocked; ``gate.after_blocked`` is scheduled on it;
+* ``gate.dbt_blocked`` (manual root, ``producer: dbt``, its own dbt project): an ``error`` dbt
+  test fails in ``audit``, publish blocked; ``gate.after_dbt_blocked`` is scheduled on it;
 * ``gate.warned`` (manual root): a ``warning`` rule fails, published ``degraded``;
   ``gate.tolerant`` is scheduled on it (no requirement), ``gate.strict`` too, with
   ``require: passed``.
 
 Asserted once the scheduler is quiescent (bounded wait), from the REST API, the task logs and
 the lineage file: ``gate.after_blocked`` has no run at all and nothing queued that could start
-one; ``gate.tolerant`` ran (``asset_triggered``, success) and its triggering event's ``extra``
+one, nor has ``gate.after_dbt_blocked``; ``gate.tolerant`` ran (``asset_triggered``, success) and its triggering event's ``extra``
 says ``degraded`` with the failed rule; ``gate.strict`` ran and its tasks were skipped (DAG run
 ``success``, ``produce``/``audit``/``publish`` ``skipped``), nothing published; its ``produce``
 log and its lineage (START, then ABORT with ``contractAssets_skip``) name the upstream, the
@@ -27,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import dagcheck
+import dbt_support
 import pytest
 from livestack import LiveStack
 
@@ -68,8 +71,38 @@ datasets:
     schema: {{version: 1, properties: [{{name: id, logicalType: integer, required: true}}]}}
 """
 
+DBT_ROOT = """apiVersion: contract-assets/v1
+kind: TransformContract
+id: gate.dbt_blocked
+version: 1.0.0
+status: active
+domain: gate
+owner: team-gate
+producer: {type: dbt, project: dbt/gate, select: dbt_blocked}
+trigger: manual
+datasets:
+  - name: dbt_blocked
+    schema: {version: 1, properties: [{name: id, logicalType: integer, required: true}]}
+"""
+
+#: The dbt project of ``gate.dbt_blocked``: one model, two rows, and an ``error`` dbt test that
+#: the second row fails (``accepted_values`` [1]).
+DBT_FILES = {
+    "dbt_project.yml": "name: gate_models\nversion: '1.0.0'\nconfig-version: 2\nprofile: contract_assets\nmodel-paths: [models]\n",
+    "models/dbt_blocked.sql": "select 1 as id union all select 2 as id\n",
+    "models/schema.yml": (
+        "version: 2\nmodels:\n  - name: dbt_blocked\n    columns:\n      - name: id\n        data_tests:\n"
+        "          - accepted_values:\n              arguments: {values: [1]}\n              config: {severity: error}\n"
+    ),
+}
+
 ROOTS = {"blocked": "error", "warned": "warning"}
-CONSUMERS = {"after_blocked": ("blocked", ""), "tolerant": ("warned", ""), "strict": ("warned", ", require: passed")}
+CONSUMERS = {
+    "after_blocked": ("blocked", ""),
+    "tolerant": ("warned", ""),
+    "strict": ("warned", ", require: passed"),
+    "after_dbt_blocked": ("dbt_blocked", ""),
+}
 
 
 def write_project(dest: Path) -> Path:
@@ -88,6 +121,11 @@ def write_project(dest: Path) -> Path:
             CONSUMER.format(name=name, upstream=upstream, require=require), encoding="utf-8"
         )
         (dest / "sql" / "gate" / f"{name}.sql").write_text(f"select id from gate.{upstream}\n", encoding="utf-8")
+    (dest / "contracts" / "gate" / "dbt_blocked.yaml").write_text(DBT_ROOT, encoding="utf-8")
+    for name, text in DBT_FILES.items():
+        (dest / "dbt" / "gate" / name).parent.mkdir(parents=True, exist_ok=True)
+        (dest / "dbt" / "gate" / name).write_text(text, encoding="utf-8")
+    dbt_support.parse_project(dest / "dbt" / "gate")  # the committed manifest.json the compiler reads
     compiled = dagcheck.run_compile(dest)
     assert compiled.returncode == 0, compiled.describe()
     return dest
@@ -104,7 +142,7 @@ def gating(live_stack: LiveStack, tmp_path_factory: pytest.TempPathFactory) -> d
     live_stack.wait_for_dags(dag_ids)
     for dag_id in dag_ids:
         live_stack.unpause(dag_id)
-    triggered = {root: live_stack.trigger(f"gate.{root}")["dag_run_id"] for root in ROOTS}
+    triggered = {root: live_stack.trigger(f"gate.{root}")["dag_run_id"] for root in [*ROOTS, "dbt_blocked"]}
     live_stack.wait_until_quiescent(timeout=600)
     runs = {d: live_stack.dag_runs(d) for d in dag_ids}
     return {"project": project, "runs": runs, "triggered": triggered}
@@ -118,6 +156,22 @@ def test_blocked_publish_means_no_consumer_run(gating: dict[str, Any], live_stac
     assert live_stack.asset_events(source_dag_id="gate.blocked") == []
     assert gating["runs"]["gate.after_blocked"] == []
     assert live_stack.queued_events("gate.after_blocked") == []
+
+
+def test_failing_dbt_error_test_blocks_and_the_consumer_never_runs(gating: dict[str, Any], live_stack: LiveStack) -> None:
+    """A dbt producer under the scheduler: the model builds in staging, its ``error`` dbt test
+    fails in ``audit``, nothing is published, and its consumer gets no run and nothing queued."""
+    (blocked,) = gating["runs"]["gate.dbt_blocked"]
+    assert blocked["state"] == "failed", blocked
+    tasks = {t["task_id"]: t["state"] for t in live_stack.task_instances("gate.dbt_blocked", blocked["dag_run_id"])}
+    assert tasks == {"produce": "success", "audit": "failed", "publish": "upstream_failed"}, tasks
+    log = live_stack.task_log("gate.dbt_blocked", blocked["dag_run_id"], "audit")
+    assert "accepted_values_dbt_blocked_id__1" in log, log[-3000:]
+    assert live_stack.asset_events(source_dag_id="gate.dbt_blocked") == []
+    assert live_stack.postgres is not None
+    assert live_stack.postgres.psql("warehouse", "select to_regclass('gate.dbt_blocked') is null").strip() == "t"
+    assert gating["runs"]["gate.after_dbt_blocked"] == []
+    assert live_stack.queued_events("gate.after_dbt_blocked") == []
 
 
 def test_degraded_publish_starts_the_consumer_and_says_so(gating: dict[str, Any], live_stack: LiveStack) -> None:

@@ -380,7 +380,8 @@ def freshness_event(
 ) -> RunEvent:
     """The OTHER event of one freshness evaluation (sent by the freshness monitor, per asset).
 
-    Job: ``<lineage namespace>`` / the monitor's dag_id; run: the monitor's DAG run. The monitored
+    Job: ``<lineage namespace>`` / the monitor's dag_id; run: its own runId (:func:`contract_run_id`
+    of the monitor's dag_id), whose ``parent`` and ``root`` are the monitor's DAG run. The monitored
     asset is the input, identified as every other event identifies it (physical location, Asset
     symlink), with one ``dataQualityAssertions`` assertion ``freshness``: ``success`` when the state
     is ``fresh`` or ``recovered``, ``expected`` the policy (``<= max_age``), ``actual`` the age in
@@ -430,13 +431,13 @@ def freshness_event(
         name=str(monitor["dag_id"]),
         facets={"jobType": F.job_type_facet()},
     )
-    run_id = dag_run_id(run)
+    # our monitor job's own run, a child of the DAG run (ADR 0010): a runId belongs to one job
     return RunEvent(
         eventType=RunState.OTHER,
         eventTime=event_time or _now(),
         run=Run(
-            runId=run_id,
-            facets={"parent": F.parent_facet(provider_namespace(), str(monitor["dag_id"]), run_id)},
+            runId=contract_run_id(run, str(monitor["dag_id"])),
+            facets={"parent": F.parent_facet(provider_namespace(), str(monitor["dag_id"]), dag_run_id(run))},
         ),
         job=job,
         inputs=[tested],

@@ -99,8 +99,15 @@ def warehouse_dir(request: ProduceRequest) -> str | None:
     return os.path.dirname(os.path.abspath(location.duckdb_file)) if location.duckdb_file else None
 
 
+#: Environment variable naming the folder under which ``object-store/`` stands in for object
+#: storage when a contract runs on its sample data (:func:`local_stand_in`).
+STAND_IN_DIR_ENV = "CONTRACT_ASSETS_OBJECT_STORE_DIR"
+
+
 def _demo_base(request: ProduceRequest) -> str:
-    return warehouse_dir(request) or str(project_root(request.manifest_path))
+    """Where the sample-data stand-in for object storage lives: ``$CONTRACT_ASSETS_OBJECT_STORE_DIR``,
+    else the embedded warehouse's folder, else the project root."""
+    return os.environ.get(STAND_IN_DIR_ENV) or warehouse_dir(request) or str(project_root(request.manifest_path))
 
 
 def source_objects(request: ProduceRequest) -> tuple[list[StoredObject], str | None, str]:
