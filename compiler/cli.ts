@@ -221,6 +221,33 @@ async function driftApplyCommand(root: string, proposalPath: string, io: CliIo):
   return EXIT_OK;
 }
 
+/**
+ * `contract-assets init [DIR]`: a new contracts repository in DIR (relative to `--root`, default
+ * the root itself; created when missing). Exit 1 with CA9901 for each file that exists, or for
+ * DIR when it is a file (nothing is written).
+ */
+async function initCommand(dir: string | undefined, options: CommonOptions, io: CliIo): Promise<number> {
+  const { initRepository } = await import("./pipeline.js");
+  const { formatDiagnostics } = await import("./diagnostics/format.js");
+  const base = rootOf(options);
+  const given = dir ?? ".";
+  if (given === "") throw new UsageError("init needs a folder");
+  // As the user named it: an absolute folder stays absolute, a relative one is shown from the root.
+  const shown = path.isAbsolute(given) ? given : relativeToRoot(base, given, "the folder");
+  const result = initRepository(path.resolve(base, given), shown);
+  if (result.diagnostics.length > 0) {
+    const format = options.format ?? "text";
+    const text = formatDiagnostics(result.diagnostics, format, () => undefined);
+    if (format === "text") io.stderr(text);
+    else io.stdout(text);
+    return EXIT_INPUT;
+  }
+  const where = shown === "." ? "the current folder" : shown;
+  io.stdout(`initialised a contracts repository in ${where}:\n${result.value.map((f) => `  ${f}\n`).join("")}`);
+  io.stdout(`next: ${shown === "." ? "" : `cd ${shown} && `}npm install && npx contract-assets compile (README.md has the next steps)\n`);
+  return EXIT_OK;
+}
+
 /** Thrown by commander's exit override so `runCli` can end a usage error without `process.exit`. */
 class CommandExit extends Error {
   constructor(readonly code: number) {
@@ -252,6 +279,15 @@ export function buildProgram(io: CliIo = PROCESS_IO): Command {
   const root = new Option("--root <dir>", "project root (default: the current directory)");
   const debug = new Option("--debug", "show the stack trace of an internal error");
   const format = new Option("--format <format>", "diagnostics format").choices(["text", "json", "github"]).default("text");
+
+  program
+    .command("init")
+    .description("write a new contracts repository: two example contracts, the orchestration config, package.json, CI workflow, README")
+    .argument("[dir]", "the folder to write (created when missing; default: the current directory)")
+    .addOption(format)
+    .addOption(root)
+    .addOption(debug)
+    .action((dir: string | undefined, opts: CommonOptions) => guarded(opts, () => initCommand(dir, opts, io), io));
 
   program
     .command("compile")

@@ -1,5 +1,6 @@
+import path from "node:path";
 import { createDiagnostic, Diagnostics } from "./diagnostics/catalogue.js";
-import { hasErrors, sortDiagnostics, type Diagnostic } from "./diagnostics/diagnostic.js";
+import { hasErrors, sortDiagnostics, type Diagnostic, type StageResult } from "./diagnostics/diagnostic.js";
 import { discoverProject, MAX_FILE_BYTES, MAX_MANIFEST_BYTES, readReferencedFiles, readSourceFile, type ProjectLayout, type SourceFile } from "./discover/discoverProject.js";
 import { breakingDiagnostics, diffManifests, type ManifestDiff } from "./diff/diffManifests.js";
 import { buildGraph, type AssetGraph } from "./graph/buildGraph.js";
@@ -15,9 +16,11 @@ import { renderContractYaml } from "./render/renderContractYaml.js";
 import { renderModules, type FileMap } from "./render/renderModules.js";
 import { renderOdcs } from "./render/renderOdcs.js";
 import { mergeProposal, parseProposal } from "./report/driftApply.js";
+import { packageNameOf, scaffoldFiles } from "./report/initCommand.js";
 import { suggest } from "./support/suggest.js";
 import { readOdcsContract } from "./validate/readOdcs.js";
 import { validateDocuments } from "./validate/validateDocuments.js";
+import { writeNewFiles } from "./write/writeNewFiles.js";
 import { writeOutputs, type WriteReport, type WriteScope } from "./write/writeOutputs.js";
 import { COMPILER_NAME, COMPILER_VERSION } from "./version.js";
 
@@ -330,6 +333,18 @@ export function applyProposal(layout: ProjectLayout, proposalPath: string): Appl
   result.diagnostics = sortDiagnostics([...after.diagnostics, ...written.diagnostics]);
   result.written = !hasErrors(written.diagnostics);
   return result;
+}
+
+/**
+ * `init`: the files of a new contracts repository (`scaffoldFiles`, from the package templates),
+ * written into `target` only when none of them exists (`writeNewFiles`; CA9901 otherwise).
+ *
+ * @param target Absolute path of the folder.
+ * @param shown The folder as the user named it, for reported paths.
+ */
+export function initRepository(target: string, shown: string): StageResult<string[]> {
+  const name = packageNameOf(path.basename(target));
+  return writeNewFiles(target, scaffoldFiles(name), shown);
 }
 
 /** An internal error as a diagnostic (exit 2 in the CLI). */

@@ -513,6 +513,7 @@ export const Diagnostics = {
     (a) => `${q(a.path)} has no generated header and was left untouched; move hand-written files out of generated/`,
   ),
   WriteFailed: entry<{ path: string; reason: string }>("CA9003", "error", (a) => `cannot write ${q(a.path)}: ${a.reason}`),
+  InitWouldOverwrite: entry("CA9901", "error", () => `the file exists already; init overwrites no file, so nothing was written`),
 } as const;
 
 export type DiagnosticEntry = (typeof Diagnostics)[keyof typeof Diagnostics];

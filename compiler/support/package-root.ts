@@ -28,3 +28,22 @@ export function packageRoot(): string {
 export function readPackageFile(relative: string): string {
   return fs.readFileSync(path.join(packageRoot(), ...relative.split("/")), "utf8");
 }
+
+/**
+ * Every file below one folder of the compiler's package (`templates/init`), as POSIX paths relative
+ * to that folder, sorted by code unit. Like {@link readPackageFile}, it reads only the package.
+ */
+export function listPackageFiles(relative: string): string[] {
+  const base = path.join(packageRoot(), ...relative.split("/"));
+  const out: string[] = [];
+  const walk = (prefix: string): void => {
+    for (const entry of fs.readdirSync(path.join(base, ...prefix.split("/").filter(Boolean)), { withFileTypes: true })) {
+      const child = prefix === "" ? entry.name : `${prefix}/${entry.name}`;
+      if (entry.isDirectory()) walk(child);
+      else out.push(child);
+    }
+  };
+  walk("");
+  // Sort for determinism (code units, never the locale).
+  return out.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+}

@@ -1,5 +1,10 @@
+import fs from "node:fs";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { defaultLayout } from "../../compiler/discover/discoverProject.js";
+import { applyProposal } from "../../compiler/pipeline.js";
 import { mergeProposal, parseProposal } from "../../compiler/report/driftApply.js";
+import { copyBundledProject } from "./helpers.js";
 
 const CONTRACT = `apiVersion: contract-assets/v1
 kind: IngestionContract
@@ -91,5 +96,53 @@ datasets:
   it("rejects a proposal that is not a contract document", () => {
     expect(parseProposal("just: text").problem).toMatch(/"id" and "datasets"/);
     expect(parseProposal(JSON.stringify({ id: "a.b", datasets: [{ name: "x", schema: { properties: [] } }] })).problem).toMatch(/no schema with a version/);
+  });
+});
+
+describe("drift apply: applyProposal (the pipeline merges in memory, then writes only a clean result)", () => {
+  const properties = [
+    { name: "invoice_id", logicalType: "string", physicalType: "varchar" },
+    { name: "account_id", logicalType: "string", physicalType: "varchar" },
+    { name: "contract_id", logicalType: "string", physicalType: "varchar" },
+    { name: "invoice_date", logicalType: "date" },
+    { name: "due_date", logicalType: "date" },
+    { name: "currency", logicalType: "string", physicalType: "varchar(3)" },
+    { name: "status", logicalType: "string" },
+    { name: "updated_at", logicalType: "timestamp" },
+  ];
+  const write = (root: string, props: Array<Record<string, string>>): string => {
+    fs.mkdirSync(path.join(root, "proposals"), { recursive: true });
+    fs.writeFileSync(path.join(root, "proposals", "p.yaml"), JSON.stringify({ id: "billing.invoices_raw", datasets: [{ name: "invoices_raw", schema: { version: 4, properties: props } }] }));
+    return "proposals/p.yaml";
+  };
+  const contractFile = (root: string): string => path.join(root, "contracts", "billing", "invoices_raw.yaml");
+
+  it("writes the merged contract when the project still compiles", () => {
+    const root = copyBundledProject();
+    const result = applyProposal(defaultLayout(root), write(root, [...properties, { name: "channel", logicalType: "string" }]));
+    expect(result.problem).toBeUndefined();
+    expect(result.written).toBe(true);
+    expect(result.changes.join("\n")).toContain("channel");
+    const text = fs.readFileSync(contractFile(root), "utf8");
+    expect(text).toMatch(/name: channel/);
+    expect(text).toMatch(/version: 4/);
+  });
+
+  it("never touches the contract when the merge does not validate (a dropped column a quality rule reads)", () => {
+    const root = copyBundledProject();
+    const before = fs.readFileSync(contractFile(root), "utf8");
+    const mtime = fs.statSync(contractFile(root)).mtimeMs;
+    const result = applyProposal(defaultLayout(root), write(root, properties.filter((p) => p.name !== "invoice_id")));
+    expect(result.written).toBe(false);
+    expect(result.changes.length).toBeGreaterThan(0);
+    expect(result.diagnostics.some((d) => d.severity === "error" && d.location?.file === "contracts/billing/invoices_raw.yaml")).toBe(true);
+    expect(fs.readFileSync(contractFile(root), "utf8")).toBe(before);
+    expect(fs.statSync(contractFile(root)).mtimeMs).toBe(mtime);
+  });
+
+  it("says why a proposal cannot be read, as a usage problem", () => {
+    const root = copyBundledProject();
+    const result = applyProposal(defaultLayout(root), "proposals/none.yaml");
+    expect(result).toMatchObject({ problemKind: "unreadable", problem: 'cannot read the proposal "proposals/none.yaml": ENOENT', written: false });
   });
 });
