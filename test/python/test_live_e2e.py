@@ -286,10 +286,22 @@ def test_run_list_and_event_counts(
         f"start) {median:.1f} s over {len(hops)} hops (min {hops[0]:.1f}, max {hops[-1]:.1f}); DAG.test() chain: {baseline}"
     )
     events = our_events(live_stack)
-    counts = LOCALRUN_MODULE.count_events(events)
+    # the corpus's events only (the file is the session's): those whose root is a corpus DAG run
+    corpus_runs = {(r["dag_id"], r["dag_run_id"]) for r in corpus_run["runs"]}
+    roots = {
+        e["run"]["runId"]
+        for e in events
+        if LOCALRUN_MODULE.emitter_of(e) == "provider DAG run"
+        and (e["job"]["name"], e["run"]["facets"]["airflowDagRun"]["dagRun"]["run_id"]) in corpus_runs
+    }
+    mine = [
+        e for e in events
+        if e["run"]["runId"] in roots or e["run"]["facets"].get("parent", {}).get("root", {}).get("run", {}).get("runId") in roots
+    ]
+    counts = LOCALRUN_MODULE.count_events(mine)
     for emitter in sorted(counts):
         kinds = ", ".join(f"{t} {counts[emitter][t]}" for t in LOCALRUN_MODULE.EVENT_TYPES if counts[emitter][t])
-        lines.append(f"live lineage, {emitter}: {kinds}")
+        lines.append(f"live lineage of the corpus, {emitter}: {kinds}")
     terminal_summary.extend(lines)
     # every asset-triggered run names what triggered it; every root run was the REST API's
     assert all(
