@@ -64,6 +64,9 @@ if [ -n "$(ls -A "$DEMO_DIR")" ]; then
   exit 2
 fi
 DEMO_DIR="$(cd "$DEMO_DIR" && pwd)"
+# as root, the live stack's PostgreSQL runs as the postgres user, which must reach its folder
+# below this one (mktemp makes it 0700)
+if [ "$(id -u)" = 0 ]; then chmod 755 "$DEMO_DIR"; fi
 
 unset AIRFLOW_CONFIG AIRFLOW__CORE__UNIT_TEST_MODE
 export AIRFLOW_HOME="$DEMO_DIR/airflow"

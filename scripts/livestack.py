@@ -252,7 +252,10 @@ class PostgresServer:
         try:
             self._run("initdb", "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync")
         except subprocess.CalledProcessError as exc:
-            raise AssertionError(f"initdb failed: {exc.stderr or exc.stdout}") from exc
+            hint = ""
+            if as_root and "Permission denied" in (exc.stderr or ""):
+                hint = f" (the server runs as the 'postgres' user: every folder above {self.base} must let it through, mode o+x)"
+            raise AssertionError(f"initdb failed: {exc.stderr or exc.stdout}{hint}") from exc
         for attempt in (1, 2):
             self.port = free_loopback_port()
             try:
