@@ -81,6 +81,7 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
   const discovered = discoverProject(layout, {
     previous: options.previousManifest ? "none" : options.against !== undefined ? { ref: options.against } : "output",
     ...(options.force ? { force: true } : {}),
+    ...(options.write === "write" ? { writes: true } : {}),
     ...(options.overlay ? { overlay: options.overlay } : {}),
   });
   if (options.reorder) {

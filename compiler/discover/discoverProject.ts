@@ -169,6 +169,11 @@ export interface DiscoverOptions {
   /** `compile --force`: a damaged previous manifest is a warning and is left out (see `readPreviousManifest`). */
   force?: boolean;
   /**
+   * The compile will write the output folder: with a Git ref as the previous state, the output
+   * folder's own manifest is checked too, so a damaged one is never overwritten without `force`.
+   */
+  writes?: boolean;
+  /**
    * Texts that stand in for files on disk, by project-relative path: a contract merged in memory
    * (`drift apply`) is compiled before anything is written.
    */
@@ -189,6 +194,11 @@ function discoverPreviousState(layout: ProjectLayout, options: DiscoverOptions, 
     if (!fs.existsSync(path.join(layout.root, manifestPath))) return { firstCompile: true };
     file = readSourceFile(layout.root, manifestPath, found, MAX_MANIFEST_BYTES);
   } else {
+    const own = toPosix(path.join(layout.outDir, "manifest.json"));
+    if (options.writes && fs.existsSync(path.join(layout.root, own))) {
+      const file = readSourceFile(layout.root, own, found, MAX_MANIFEST_BYTES);
+      if (file) found.push(...readPreviousManifest(file, options.force ?? false).diagnostics);
+    }
     const read = readManifestAtRef(layout, previous.ref);
     if (read.file) file = read.file;
     else found.push(createDiagnostic(Diagnostics.PreviousManifestUnreadable, { path: `${previous.ref}:${layout.outDir}/manifest.json`, detail: read.problem ?? "unknown" }, undefined));

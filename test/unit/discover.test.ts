@@ -2,6 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { defaultLayout, discoverProject, MAX_FILE_BYTES } from "../../compiler/discover/discoverProject.js";
+import { compileProject } from "../../compiler/pipeline.js";
 import { copyBundledProject } from "./helpers.js";
 
 describe("discover", () => {
@@ -29,5 +30,25 @@ describe("discover", () => {
     const root = fs.mkdtempSync(path.join(copyBundledProject(), "empty-"));
     const result = discoverProject(defaultLayout(root));
     expect(result.diagnostics.map((d) => d.code)).toEqual(["CA1003", "CA1006"]);
+  });
+});
+
+describe("the previous state", () => {
+  it("is checked in the output folder too when a compile against a Git ref would overwrite it", () => {
+    const root = copyBundledProject();
+    fs.mkdirSync(path.join(root, "generated"), { recursive: true });
+    const damaged = '{\n  "assets": [\n<<<<<<< HEAD\n';
+    fs.writeFileSync(path.join(root, "generated", "manifest.json"), damaged);
+    const result = compileProject(defaultLayout(root), { against: "HEAD", write: "write" });
+    const found = result.diagnostics.filter((d) => d.code === "CA1101" || d.code === "CA7002").map((d) => `${d.code} ${d.severity} ${d.location ? `${d.location.file}:${d.location.line}:${d.location.column}` : "-"}`);
+    // Not a Git repository: no previous state at HEAD (CA7002); the output folder's manifest is damaged (CA1101).
+    expect(found).toEqual(["CA7002 error -", "CA1101 error generated/manifest.json:3:1"]);
+    expect(result.written).toBeUndefined();
+    expect(fs.readFileSync(path.join(root, "generated", "manifest.json"), "utf8")).toBe(damaged);
+    // --force: both are warnings, and the compile regenerates the file.
+    const forced = compileProject(defaultLayout(root), { against: "HEAD", write: "write", force: true });
+    expect(forced.diagnostics.filter((d) => d.code === "CA1101" || d.code === "CA7002").map((d) => d.severity)).toEqual(["warning", "warning"]);
+    expect(forced.written?.written).toContain("generated/manifest.json");
+    expect(JSON.parse(fs.readFileSync(path.join(root, "generated", "manifest.json"), "utf8")).manifestVersion).toBe(1);
   });
 });
