@@ -143,11 +143,11 @@ cat <<EOF
   The copy is compiled and only billing.invoices_raw runs, in a second Airflow home, against
   step 1's warehouse (log: $DEMO_DIR/seeded-run.log).
 EOF
-for part in contracts sql orchestration/airflow orchestration/sample_data orchestration/jobs; do
+for part in contracts sql dbt orchestration/airflow orchestration/sample_data orchestration/jobs; do
   mkdir -p "$SEEDED/$(dirname "$part")"
   cp -R "$ROOT/$part" "$SEEDED/$part"
 done
-find "$SEEDED" -name __pycache__ -type d -prune -exec rm -rf {} +
+find "$SEEDED" \( -name __pycache__ -o -name target -o -name logs \) -type d -prune -exec rm -rf {} +
 printf '%s\n' "$BAD_ROW" >>"$SEEDED/orchestration/sample_data/billing_platform/invoices.csv"
 node bin/contract-assets.js compile --root "$SEEDED" >"$DEMO_DIR/seeded-compile.log" 2>&1 || {
   cat "$DEMO_DIR/seeded-compile.log" >&2

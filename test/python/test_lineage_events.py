@@ -215,8 +215,8 @@ def test_provenance_facet_equals_the_manifest(events_file: Path) -> None:
             "version": __version__,
         }
         assert provenance["step_params"] == dag["runtime"]["producer"]["params"]
-        # finance.invoices_curated is a dbt model since the dbt producer landed: no path or entrypoint
-        assert provenance["producer_ref"] == {"type": "dbt"}
+        # finance.invoices_curated is a dbt model: its project and selection name the code
+        assert provenance["producer_ref"] == {"type": "dbt", "project": "dbt/finance", "select": "invoices_curated"}
         assert "git_commit" not in provenance  # unknown here: no bundle version, no env
         assert provenance["_producer"] == PRODUCER
         assert provenance["_schemaURL"] == (

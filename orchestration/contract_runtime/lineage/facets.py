@@ -273,8 +273,8 @@ def provenance_facet(
     producer = runtime.get("producer", {}) or {}
     compiler = manifest.get("compiler", {}) or {}
     producer_ref = {
-        key: str(producer[key])
-        for key in ("type", "entrypoint", "path", "family")
+        key: " ".join(map(str, producer[key])) if isinstance(producer[key], list) else str(producer[key])
+        for key in ("type", "entrypoint", "path", "family", "project", "select")
         if producer.get(key)
     }
     return ContractAssetsProvenanceRunFacet(
