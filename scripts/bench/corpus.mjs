@@ -191,11 +191,21 @@ export function buildCorpus({ contracts: n, seed = 20250101 }) {
       stats.ingestion++;
       const system = `${domain}_platform`;
       const sourceName = `${system}.${datasetNames[0].replace(/_raw$/, "")}_export_${i}`;
-      lines.push(`mode: ${pick(["load", "load", "extract"])}`, "source:", `  name: ${sourceName}`);
-      lines.push(`  uri: ${q(`s3://${domain.replace(/_/g, "-")}-exports/${datasetNames[0]}/${i}`)}`, `  system: ${system}`);
-      lines.push(`  format: ${pick(["csv", "parquet", "jsonl"])}`);
-      if (chance(0.7)) lines.push(`  connection_id: aws_${domain}_exports`);
-      if (chance(0.3)) lines.push(`  schema_version: ${int(1, 3)}`);
+      const mode = pick(["load", "load", "extract"]);
+      lines.push(`mode: ${mode}`, "source:", `  name: ${sourceName}`);
+      if (mode === "extract") {
+        // a database table extracted to Parquet landing files (what issue 10's extract requires)
+        const host = `${domain.replace(/_/g, "-")}-db.internal`;
+        lines.push(`  uri: ${q(`postgres://${host}:5432/${domain}/public/${datasetNames[0]}_${i}`)}`, `  system: ${system}`);
+        lines.push("  format: parquet", `  connection_id: ${domain}_db`, `  table: public.${datasetNames[0]}_${i}`);
+        if (chance(0.3)) lines.push(`  schema_version: ${int(1, 3)}`);
+        lines.push("landing:", `  uri: ${q(`s3://${domain.replace(/_/g, "-")}-landing/${datasetNames[0]}/${i}`)}`, `  connection_id: aws_${domain}_landing`);
+      } else {
+        lines.push(`  uri: ${q(`s3://${domain.replace(/_/g, "-")}-exports/${datasetNames[0]}/${i}`)}`, `  system: ${system}`);
+        lines.push(`  format: ${pick(["csv", "parquet", "jsonl"])}`);
+        if (chance(0.7)) lines.push(`  connection_id: aws_${domain}_exports`);
+        if (chance(0.3)) lines.push(`  schema_version: ${int(1, 3)}`);
+      }
       if (chance(0.4)) lines.push("incremental: {watermark: updated_at}");
       if (chance(0.3)) lines.push("on_schema_drift: abort");
       if (status === "active" || status === "deprecated") externals.push({ name: sourceName });
