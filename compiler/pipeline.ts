@@ -121,6 +121,7 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
     unresolvedNames: validated.value.unresolvedNames,
     unresolvedIds: validated.value.unresolvedIds,
     configBroken: validated.value.configBroken,
+    contractsUnparsed: contracts.diagnostics.some((d) => d.severity === "error"),
     // Rename hints read the state the diff compares against (the output folder's or --against's).
     ...(previousState ? { previousAssets: new Map(previousState.assets.map((a) => [a.name, { uri: a.uri, contractId: typeof a.extra.contract_id === "string" ? a.extra.contract_id : null, properties: a.schema?.properties ?? [] }])) } : {}),
   });

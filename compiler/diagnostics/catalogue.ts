@@ -303,6 +303,11 @@ export const Diagnostics = {
     "error",
     (a) => `${a.field} holds the unresolved template placeholder ${q(a.placeholder)}; it reaches Airflow and lineage as written`,
   ),
+  DuplicateTriggerMember: entry<{ field: string; op: string }>(
+    "CA3804",
+    "warning",
+    (a) => `${q(a.field)} repeats a member of the same "${a.op}"; it adds nothing to the condition and is left out of the schedule`,
+  ),
   NumberNotAsWritten: entry<{ field: string; written: string; printed: string }>(
     "CA3803",
     "warning",

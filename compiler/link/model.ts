@@ -83,6 +83,8 @@ export interface LinkContext {
   unresolvedIds?: ReadonlySet<string>;
   /** An orchestration config file failed validation: schedule and producer names are unknown. */
   configBroken?: boolean;
+  /** A contract file failed to parse (YAML): what it declares and reads is unknown. */
+  contractsUnparsed?: boolean;
 }
 
 /**

@@ -23,7 +23,8 @@ function toNode(condition: AssetCondition): ConditionNode {
  * group ordered by its own members. `&` and `|` are commutative, so the order is the author's
  * choice of spelling, not a meaning: without this, reordering `upstreams` or a tree's members
  * changed the rendered `schedule=` and so made Airflow store a new DAG version for the same
- * schedule. The structure (nesting, duplicates) is kept as written.
+ * schedule. Nesting is kept as written; a member repeated within one group (equal once
+ * canonical; CA3804, a warning) is written once.
  */
 export function canonicalCondition(node: ConditionNode): ConditionNode {
   if ("asset" in node) return node;
@@ -31,7 +32,8 @@ export function canonicalCondition(node: ConditionNode): ConditionNode {
   const keyed = members.map((m) => ({ m, key: JSON.stringify(m) }));
   // Sort for determinism: the members of an all/any are a set to Airflow.
   keyed.sort((a, b) => compareStrings(a.key, b.key));
-  const sorted = keyed.map((k) => k.m);
+  // ... and a set: a repeated member (CA3804) is left out, so the schedule is the same
+  const sorted = keyed.filter((k, i) => i === 0 || k.key !== keyed[i - 1]!.key).map((k) => k.m);
   return "all" in node ? { all: sorted } : { any: sorted };
 }
 

@@ -371,6 +371,11 @@ TRIGGER_VARIANTS = {
         "{any: [{all: [sales.orders_raw, sales.returns_raw]}, sales.fx_rates]}",
         lambda o, r, f: {"any": [{"all": [o, r]}, f]},
     ),
+    # Repeated members (CA3804, a warning) are written once: the same expression as "any-of-all".
+    "any-of-all-repeated": (
+        "{any: [sales.fx_rates, {all: [sales.returns_raw, sales.orders_raw, sales.returns_raw]}, sales.fx_rates, {all: [sales.orders_raw, sales.returns_raw]}]}",
+        lambda o, r, f: {"any": [{"all": [o, r]}, f]},
+    ),
     # Rendered ((O & R) & F): Airflow merges the left AssetAll, so the result is flat.
     "all-left-nested": (
         "{all: [{all: [sales.orders_raw, sales.returns_raw]}, sales.fx_rates]}",

@@ -80,4 +80,14 @@ describe("CA4801: an external asset no contract reads", () => {
     expect(result.diagnostics.some((d) => d.code === "CA3003")).toBe(true);
     expect(unread(root)).toEqual([]);
   });
+
+  it("says nothing while a contract file fails to parse (what it reads is unknown)", () => {
+    const root = project({
+      "contracts/shop/externals.yaml": externals,
+      "contracts/shop/broken.yaml": reader("broken", "active", "shop.read_by_draft").replace("domain: shop\n", "domain: shop\n\towner: x\n"),
+    });
+    const result = compileProject(defaultLayout(root));
+    expect(result.diagnostics.some((d) => d.code === "CA2001")).toBe(true);
+    expect(unread(root)).toEqual([]);
+  });
 });

@@ -9,12 +9,12 @@ import type { LinkRule } from "./rule.js";
  * consumer whose upstream names it differently. A draft reader counts (it is on its way); a
  * retired one does not (it reads nothing any more, DESIGN §3.1). Ingestion sources are declared by
  * the contract that reads them. When a contract document failed validation its upstreams are
- * unknown, so nothing is said.
+ * unknown, so nothing is said; nor when a contract file failed to parse.
  */
 export const ReadExternalAssetRule: LinkRule = {
   name: "ReadExternalAssetRule",
   check(state, context) {
-    if ((state.context.unresolvedIds?.size ?? 0) > 0) return;
+    if ((state.context.unresolvedIds?.size ?? 0) > 0 || state.context.contractsUnparsed) return;
     const read = new Set<string>();
     for (const linked of state.contracts) {
       if (linked.status === "retired") continue;

@@ -1,6 +1,7 @@
 import { createDiagnostic, Diagnostics } from "../../diagnostics/catalogue.js";
 import type { AssetCondition } from "../../model/contract.js";
 import { suggest } from "../../support/suggest.js";
+import { describePath } from "../mapSchemaErrors.js";
 import type { DocumentRule } from "./rule.js";
 
 /** Leaves of an asset condition tree with their paths below `trigger.assets`. */
@@ -11,9 +12,36 @@ export function conditionLeaves(condition: AssetCondition, path: Array<string | 
 }
 
 /**
+ * A condition's identity regardless of member order and repetition (the schedule it compiles to,
+ * {@link canonicalCondition} in plan/planDags.ts): an asset is its name; a group its operator and
+ * the sorted set of its members' identities.
+ */
+export function conditionKey(condition: AssetCondition): string {
+  if (typeof condition === "string") return JSON.stringify(condition);
+  const [op, items] = "all" in condition ? ["all", condition.all] : ["any", condition.any];
+  return `${op}(${[...new Set(items.map(conditionKey))].sort().join(",")})`;
+}
+
+/** Members of a group that repeat an earlier member of the same group (by {@link conditionKey}). */
+function repeatedMembers(condition: AssetCondition, path: Array<string | number>): Array<{ op: string; path: Array<string | number> }> {
+  if (typeof condition === "string") return [];
+  const [op, items] = "all" in condition ? ["all", condition.all] : ["any", condition.any];
+  const seen = new Set<string>();
+  const found: Array<{ op: string; path: Array<string | number> }> = [];
+  items.forEach((item, i) => {
+    const key = conditionKey(item);
+    if (seen.has(key)) found.push({ op, path: [...path, op, i] });
+    seen.add(key);
+    found.push(...repeatedMembers(item, [...path, op, i]));
+  });
+  return found;
+}
+
+/**
  * A contract says when it runs: triggering upstreams, a cron or schedule_ref, or `trigger: manual`;
  * `manual` has no triggering upstreams; every leaf of a trigger tree is a triggering upstream, and
- * every triggering upstream appears in the tree. Why: Airflow would otherwise build a DAG that never
+ * every triggering upstream appears in the tree; a member repeated within one group is a warning
+ * (CA3804). Why: Airflow would otherwise build a DAG that never
  * runs, or waits on an Asset the contract never declared it reads (DESIGN §3.5).
  */
 export const TriggerShapeRule: DocumentRule = {
@@ -40,6 +68,11 @@ export const TriggerShapeRule: DocumentRule = {
     const tree = trigger?.assets;
     if (tree === undefined || typeof tree === "string") return;
     const names = new Set(triggering.map((u) => u.asset));
+    // A repeated member means nothing more to Airflow; canonical order drops it (same schedule).
+    for (const repeated of repeatedMembers(tree, ["trigger", "assets"])) {
+      const field = (context.source.describe ?? describePath)(repeated.path);
+      context.report(createDiagnostic(Diagnostics.DuplicateTriggerMember, { field, op: repeated.op }, context.source.locate(repeated.path)));
+    }
     const leaves = conditionLeaves(tree, ["trigger", "assets"]);
     for (const leaf of leaves) {
       if (names.has(leaf.name)) continue;
