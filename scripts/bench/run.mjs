@@ -562,8 +562,10 @@ if (flag("--skip-airflow") || !havePython) {
         maxFileMs: { generated: round(g.max_s * 1000, 1), hand: round(h.max_s * 1000, 1) },
         batchTotalsS: { generated: g.batches.map((b) => round(b.sum_s, 2)), hand: h.batches.map((b) => round(b.sum_s, 2)) },
         processWallS: { generated: g.batches.map((b) => round(b.process_wall_s, 1)), hand: h.batches.map((b) => round(b.process_wall_s, 1)) },
-        vsHand: round(ratio),
-        medianVsHand: round(g.median_s / h.median_s),
+        // The house rule: ratios are ratios of medians (a file parsed during a burst of other load
+        // moves a sum far more than a median); the sum's ratio is printed beside it.
+        vsHand: round(g.median_s / h.median_s),
+        sumVsHand: round(ratio),
         problems: checks,
       };
       const r = results.dagProcessor;
@@ -572,7 +574,7 @@ if (flag("--skip-airflow") || !havePython) {
       out(`   (${d.parsing_processes} parsing processes; batch totals generated ${r.batchTotalsS.generated.join(", ")} s, hand-written ${r.batchTotalsS.hand.join(", ")} s; airflow db migrate ${r.migrateS} s, once)`);
       out(`   check: every run parsed all its files into the metadata DB, no import errors: ${checks.length === 0 ? "yes" : "NO\n     " + checks.join("\n     ")}`);
       results.targets.dagProcessorVsHand = { ...TARGETS.dagProcessorVsHand, value: r.vsHand, pass: checks.length === 0 ? r.vsHand <= TARGETS.dagProcessorVsHand.max : undefined };
-      out(`   generated / hand-written (sum of per-file parse times): ${x(r.vsHand)} (median per file ${x(r.medianVsHand)})   target <= 1.2x   ${verdict(results.targets.dagProcessorVsHand.pass)}`);
+      out(`   generated / hand-written (median per-file parse time): ${x(r.vsHand)} (sum of the per-file times ${x(r.sumVsHand)})   target <= 1.2x   ${verdict(results.targets.dagProcessorVsHand.pass)}`);
     }
   }
 }
