@@ -86,7 +86,8 @@ async function compileCommand(options: CompileFlags, mode: "compile" | "validate
     ...(wantsDiff ? { diff: true } : {}),
     ...(options.against !== undefined ? { against: options.against } : {}),
     ...(options.force ? { force: true } : {}),
-    ...(mode === "compile" ? { write: options.check ? ("check" as const) : ("write" as const) } : {}),
+    // validate and diff print no file: nothing is rendered (render reports nothing).
+    ...(mode === "compile" ? { write: options.check ? ("check" as const) : ("write" as const) } : { render: false }),
   });
   const diagnostics = result.diagnostics;
   let summary = "";

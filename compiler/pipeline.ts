@@ -18,6 +18,7 @@ import { renderOdcs } from "./render/renderOdcs.js";
 import { mergeProposal, parseProposal } from "./report/driftApply.js";
 import { packageNameOf, scaffoldFiles } from "./report/initCommand.js";
 import { suggest } from "./support/suggest.js";
+import type { RenameCandidate } from "./support/renames.js";
 import { readOdcsContract } from "./validate/readOdcs.js";
 import { validateDocuments } from "./validate/validateDocuments.js";
 import { writeNewFiles } from "./write/writeNewFiles.js";
@@ -61,6 +62,11 @@ export interface CompileOptions {
   write?: "write" | "check";
   /** Texts that stand in for project files (`drift apply` compiles a merge before writing it). */
   overlay?: ReadonlyMap<string, string>;
+  /**
+   * `false` (`validate`, `diff`): stop after the diff, leaving `files` absent. Render reports
+   * nothing, so the diagnostics are those of a compile; only `write` needs the rendered files.
+   */
+  render?: boolean;
 }
 
 /** A manifest with nothing in it: the previous state of a first compile asked for a diff. */
@@ -73,7 +79,9 @@ function emptyManifest(): Manifest {
  * → parse → discover's second read (the files the documents name, `readReferencedFiles`) →
  * validate → link → graph → plan → manifest → diff → render → write (only with `options.write`).
  * Every stage runs as far as its input allows, so one run reports every independent problem;
- * rendering, and so writing, happens only when no stage found an error.
+ * rendering, and so writing, happens only when no stage found an error (and not at all with
+ * `render: false`). The previous manifest is parsed only when a stage needs it, and not when its
+ * text is the new manifest's (ADR 0017).
  */
 export function compileProject(layout: ProjectLayout, options: CompileOptions = {}): CompileResult {
   const diagnostics: Diagnostic[] = [];
@@ -104,26 +112,42 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
   const dbtManifests = readReferencedFiles(layout.root, pathsOf("dbtManifest"), MAX_MANIFEST_BYTES);
   diagnostics.push(...producerFiles.diagnostics, ...dbtManifests.diagnostics);
   for (const [p, text] of dbtManifests.value) producerFiles.value.set(p, text);
-  if (discovered.value.previousManifest && diagnostics.some((d) => d.location?.file === discovered.value.previousManifest!.path)) {
-    sources.set(discovered.value.previousManifest.path, discovered.value.previousManifest.text);
-  }
-
   const validated = validateDocuments(contracts.value, configs.value);
   diagnostics.push(...validated.diagnostics);
 
-  const previousManifest = discovered.value.previous;
+  // The previous state is parsed and checked only when a stage first needs it (`checkPrevious`,
+  // memoised): a manifest file with the very text of the new manifest is that manifest (ADR 0017).
+  let previousChecked = false;
+  let previousManifest: Manifest | undefined;
+  const previousFile = discovered.value.previousManifest;
+  const checkPrevious = (): Manifest | undefined => {
+    if (!previousChecked && discovered.value.checkPrevious) {
+      const checked = discovered.value.checkPrevious();
+      diagnostics.push(...checked.diagnostics);
+      previousManifest = checked.value;
+    }
+    previousChecked = true;
+    return previousManifest;
+  };
   // Only a first compile (no previous manifest at all) diffs against an empty one: a damaged one
   // is CA1101, never read as empty (every asset would read as added).
   const firstCompile = options.diff && discovered.value.firstCompile === true;
-  const previousState = options.previousManifest ?? previousManifest ?? (firstCompile ? emptyManifest() : undefined);
+  const empty = firstCompile ? emptyManifest() : undefined;
+  const previousStateOf = (): Manifest | undefined => options.previousManifest ?? checkPrevious() ?? empty;
+  let previousAssets: ReadonlyMap<string, Omit<RenameCandidate, "name">> | undefined;
   const linked = linkProject(validated.value, {
     producerFiles: producerFiles.value,
     unresolvedNames: validated.value.unresolvedNames,
     unresolvedIds: validated.value.unresolvedIds,
     configBroken: validated.value.configBroken,
     contractsUnparsed: contracts.diagnostics.some((d) => d.severity === "error"),
-    // Rename hints read the state the diff compares against (the output folder's or --against's).
-    ...(previousState ? { previousAssets: new Map(previousState.assets.map((a) => [a.name, { uri: a.uri, contractId: typeof a.extra.contract_id === "string" ? a.extra.contract_id : null, properties: a.schema?.properties ?? [] }])) } : {}),
+    // Rename hints read the state the diff compares against (the output folder's or --against's),
+    // only when a consumer names an unknown Asset.
+    previousAssets: () => {
+      const state = previousStateOf();
+      if (state && !previousAssets) previousAssets = new Map(state.assets.map((a) => [a.name, { uri: a.uri, contractId: typeof a.extra.contract_id === "string" ? a.extra.contract_id : null, properties: a.schema?.properties ?? [] }]));
+      return previousAssets;
+    },
   });
   diagnostics.push(...linked.diagnostics);
 
@@ -139,14 +163,21 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
     graph: graph.value,
     writeScope: exportsOdcs ? {} : { ignore: ["odcs/**"] },
   };
-  if (previousManifest) result.previousManifest = previousManifest;
   // The manifest is built even when there are errors, so the diff can say what the change does;
   // nothing is rendered (so nothing can be written) unless every stage is clean.
   const plans = planDags(linked.value);
   const manifest = buildManifest(linked.value, graph.value, plans.value, planFreshnessMonitor(linked.value));
   diagnostics.push(...plans.diagnostics, ...manifest.diagnostics);
   result.manifest = manifest.value.manifest;
-  const previous = previousState;
+  // The same text is the same state: this compiler wrote it, so it needs no parse or schema check
+  // (the no-op compile, `--check` and `validate` of an up-to-date project).
+  if (!previousChecked && !options.previousManifest && previousFile?.text === manifest.value.text) {
+    previousChecked = true;
+    previousManifest = manifest.value.manifest;
+  }
+  const previous = previousStateOf();
+  if (previousManifest) result.previousManifest = previousManifest;
+  if (previousFile && diagnostics.some((d) => d.location?.file === previousFile.path)) sources.set(previousFile.path, previousFile.text);
   if (previous) {
     // Files that exist but could not be read, parsed or validated are in an unknown state, not gone.
     const accepted = new Set([...validated.value.contracts, ...validated.value.externals].map((l) => l.source.file.path));
@@ -160,7 +191,7 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
     const taken = new Set(diagnostics.filter((d) => d.severity === "error" && d.location).map(lineOf));
     diagnostics.push(...breaking.diagnostics.filter((d) => !taken.has(lineOf(d))));
   }
-  if (!hasErrors(diagnostics)) {
+  if (options.render !== false && !hasErrors(diagnostics)) {
     const rendered = renderModules(manifest.value.manifest, manifest.value.text, layout.outDir);
     diagnostics.push(...rendered.diagnostics);
     if (exportsOdcs) {

@@ -96,7 +96,8 @@ export interface ChangeRule {
 type Property = ManifestProperty;
 type Upstream = RuntimeUpstream;
 
-const same = (a: unknown, b: unknown): boolean => canonicalJson(a ?? null) === canonicalJson(b ?? null);
+// One object is the same as itself (a no-op compile diffs the new manifest against itself).
+const same = (a: unknown, b: unknown): boolean => a === b || canonicalJson(a ?? null) === canonicalJson(b ?? null);
 const q = JSON.stringify;
 
 /** Assets present in both states (by name), in name order. */
@@ -113,8 +114,13 @@ function removedNames(context: DiffContext): string[] {
   return [...context.before.keys()].filter((n) => !context.after.has(n));
 }
 
-export function propertiesOf(asset: ManifestAsset): Map<string, Property> {
-  return new Map((asset.schema?.properties ?? []).map((p) => [p.name, p]));
+const propertyMaps = new WeakMap<ManifestAsset, ReadonlyMap<string, Property>>();
+
+/** An asset's properties by name; one map per asset record (rules ask for it in loops). */
+export function propertiesOf(asset: ManifestAsset): ReadonlyMap<string, Property> {
+  let map = propertyMaps.get(asset);
+  if (!map) propertyMaps.set(asset, (map = new Map((asset.schema?.properties ?? []).map((p) => [p.name, p]))));
+  return map;
 }
 
 function upstreamsOf(dag: DagPlan | undefined): Upstream[] {
@@ -334,15 +340,36 @@ const additiveOf = (v: ContractVersions): Change[] => v.changes.filter((x) => CH
  * that failed validation). Sorted.
  */
 function readersIn(manifest: Manifest, dags: ReadonlyMap<string, DagPlan>, asset: string): string[] {
-  const readers = new Set(manifest.edges.filter((e) => e.from === asset).map((e) => e.via));
-  for (const dag of dags.values()) if (dag.inlets.includes(asset)) readers.add(dag.dag_id);
+  const readers = new Set(indexOf(edgeReaders, manifest, edgeReadersOf).get(asset));
+  for (const dagId of indexOf(inletReaders, dags, inletReadersOf).get(asset) ?? []) readers.add(dagId);
   // Sort for determinism.
   return [...readers].sort(compareStrings);
 }
 
+// Indexes over one state, built at the first question (a rule asks for every external asset).
+const edgeReaders = new WeakMap<object, Map<string, string[]>>();
+const inletReaders = new WeakMap<object, Map<string, string[]>>();
+const declaringContracts = new WeakMap<object, Set<string>>();
+function indexOf<K extends object, V>(cache: WeakMap<object, V>, key: K, build: (key: K) => V): V {
+  let value = cache.get(key);
+  if (value === undefined) cache.set(key, (value = build(key)));
+  return value;
+}
+function groupBy(pairs: Iterable<[string, string]>): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (const [k, v] of pairs) {
+    const list = out.get(k);
+    if (list) list.push(v);
+    else out.set(k, [v]);
+  }
+  return out;
+}
+const edgeReadersOf = (manifest: Manifest): Map<string, string[]> => groupBy(manifest.edges.map((e): [string, string] => [e.from, e.via]));
+const inletReadersOf = (dags: ReadonlyMap<string, DagPlan>): Map<string, string[]> => groupBy([...dags.values()].flatMap((d) => d.inlets.map((i): [string, string] => [i, d.dag_id])));
+
 /** Whether an asset is declared by a `kind: ExternalAssets` document (not an ingestion source). */
 function isDeclaredExternal(manifest: Manifest, asset: ManifestAsset): boolean {
-  return asset.external && !manifest.assets.some((a) => !a.external && a.contract === asset.contract);
+  return asset.external && !indexOf(declaringContracts, manifest, (m) => new Set(m.assets.filter((a) => !a.external).map((a) => a.contract))).has(asset.contract);
 }
 
 export const CHANGE_RULES: readonly ChangeRule[] = [

@@ -39,8 +39,13 @@ export interface DiscoveredProject {
   configs: SourceFile[];
   /** The file of the previous state (the manifest in `outDir` or at a Git ref), when there is one. */
   previousManifest?: SourceFile;
-  /** The previous state, when its file exists and is a valid manifest (the diff compares with it). */
-  previous?: Manifest;
+  /**
+   * The previous state, parsed and checked against its schema when first called (then memoised):
+   * the manifest when the file is a valid one (the diff compares with it), else undefined with
+   * CA1101 (a warning with `force`). Present whenever `previousManifest` is. Deferred so that a
+   * compile whose new manifest has the very same text never parses it (ADR 0017).
+   */
+  checkPrevious?: () => StageResult<Manifest | undefined>;
   /** True when the output folder's previous state was asked for and there is no manifest at all (a first compile). */
   firstCompile?: boolean;
 }
@@ -184,7 +189,7 @@ export interface DiscoverOptions {
  * The previous manifest, read and checked: CA1002/CA1005 when the file cannot be read as text,
  * CA7002 when a Git ref has none, CA1101 when it is damaged. Never an empty stand-in.
  */
-function discoverPreviousState(layout: ProjectLayout, options: DiscoverOptions, diagnostics: Diagnostic[]): Pick<DiscoveredProject, "previous" | "previousManifest" | "firstCompile"> {
+function discoverPreviousState(layout: ProjectLayout, options: DiscoverOptions, diagnostics: Diagnostic[]): Pick<DiscoveredProject, "checkPrevious" | "previousManifest" | "firstCompile"> {
   const previous = options.previous ?? "output";
   if (previous === "none") return {};
   const found: Diagnostic[] = [];
@@ -203,16 +208,26 @@ function discoverPreviousState(layout: ProjectLayout, options: DiscoverOptions, 
     if (read.file) file = read.file;
     else found.push(createDiagnostic(Diagnostics.PreviousManifestUnreadable, { path: `${previous.ref}:${layout.outDir}/manifest.json`, detail: read.problem ?? "unknown" }, undefined));
   }
-  const out: Pick<DiscoveredProject, "previous" | "previousManifest" | "firstCompile"> = {};
+  const out: Pick<DiscoveredProject, "checkPrevious" | "previousManifest" | "firstCompile"> = {};
   if (file) {
-    out.previousManifest = file;
-    const checked = readPreviousManifest(file, options.force ?? false);
-    found.push(...checked.diagnostics);
-    if (checked.manifest) out.previous = checked.manifest;
+    const previousFile = file;
+    out.previousManifest = previousFile;
+    let checked: StageResult<Manifest | undefined> | undefined;
+    out.checkPrevious = () => {
+      if (!checked) {
+        const read = readPreviousManifest(previousFile, options.force ?? false);
+        checked = { value: read.manifest, diagnostics: forced(read.diagnostics, options) };
+      }
+      return checked;
+    };
   }
-  // --force: what keeps the previous state from being used is said, but does not stop the compile.
-  diagnostics.push(...(options.force ? found.map((d) => ({ ...d, severity: "warning" as const })) : found));
+  diagnostics.push(...forced(found, options));
   return out;
+}
+
+/** --force: what keeps the previous state from being used is said, but does not stop the compile. */
+function forced(found: Diagnostic[], options: DiscoverOptions): Diagnostic[] {
+  return options.force ? found.map((d) => ({ ...d, severity: "warning" as const })) : found;
 }
 
 /**
@@ -220,8 +235,9 @@ function discoverPreviousState(layout: ProjectLayout, options: DiscoverOptions, 
  * reads the files the parsed documents name before any stage interprets them).
  *
  * Input: a layout. Output: the contract files, the orchestration config files, each sorted by
- * path, and the previous state (the manifest in the output folder or at a Git ref, checked against
- * its schema). Diagnostics: CA1001–CA1006, CA1101, CA7002.
+ * path, and the previous state (the manifest in the output folder or at a Git ref; `checkPrevious`
+ * checks it against its schema when the pipeline needs it). Diagnostics: CA1001–CA1006, CA7002
+ * (CA1101 from `checkPrevious`, and here for the output folder's own manifest with `--against`).
  */
 export function discoverProject(layout: ProjectLayout, options: DiscoverOptions = {}): StageResult<DiscoveredProject> {
   const diagnostics: Diagnostic[] = [];

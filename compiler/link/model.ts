@@ -76,8 +76,12 @@ export interface LinkedProject {
 export interface LinkContext {
   /** Producer files (SQL) by project-relative path, LF line ends (from discover). */
   producerFiles: ReadonlyMap<string, string>;
-  /** Assets of the previous manifest, by name, for rename hints (`support/renames.ts`). */
-  previousAssets?: ReadonlyMap<string, Omit<RenameCandidate, "name">>;
+  /**
+   * Assets of the previous manifest, by name, for rename hints (`support/renames.ts`); undefined
+   * without a previous state. A function, called only when a hint needs it: reading the previous
+   * state costs a parse and a schema check that a compile without unknown names does without.
+   */
+  previousAssets?: () => ReadonlyMap<string, Omit<RenameCandidate, "name">> | undefined;
   unresolvedNames: ReadonlySet<string>;
   /** Contract ids of documents that failed validation. */
   unresolvedIds?: ReadonlySet<string>;

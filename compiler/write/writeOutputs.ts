@@ -61,12 +61,25 @@ function readIfExists(absolute: string): string | undefined {
   }
 }
 
+/**
+ * Whether the file holds exactly the UTF-8 bytes of `text`: false when it is missing, is not a
+ * file or has another size (then it is not read).
+ */
+function holds(absolute: string, text: string): boolean {
+  try {
+    const stat = fs.statSync(absolute, { throwIfNoEntry: false });
+    if (!stat?.isFile() || stat.size !== Buffer.byteLength(text, "utf8")) return false;
+    return fs.readFileSync(absolute).equals(Buffer.from(text, "utf8"));
+  } catch {
+    return false;
+  }
+}
+
 /** Works out which files differ from the rendered map, without writing. */
 export function planWrite(layout: ProjectLayout, files: FileMap, scope: WriteScope = {}): WriteReport {
   const report: WriteReport = { written: [], deleted: [], unchanged: [], foreign: [] };
   for (const relative of [...files.keys()].sort(compareStrings)) {
-    const current = readIfExists(path.join(layout.root, relative));
-    (current === files.get(relative) ? report.unchanged : report.written).push(relative);
+    (holds(path.join(layout.root, relative), files.get(relative)!) ? report.unchanged : report.written).push(relative);
   }
   for (const relative of existingOutputs(layout, scope)) {
     if (files.has(relative)) continue;

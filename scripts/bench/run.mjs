@@ -55,6 +55,9 @@ const TARGETS = {
   compileVsFloor: { max: 2, label: "compile of 10,000 within 2x the floor" },
   scaling: { max: 11, label: "scaling time(10,000) / time(1,000) <= 11" },
   noopWrites: { max: 0, label: "no-op recompile writes 0 files" },
+  noopVsCold: { max: 1, label: "no-op compile of 10,000 within 1.0x a cold compile" },
+  checkVsCold: { max: 1, label: "compile --check of 10,000 within 1.0x a cold compile" },
+  validateVsCold: { max: 1, label: "validate of 10,000 within 1.0x a cold compile" },
   vsHand: { max: 1.2, label: "generated modules import within 1.2x the hand-written ones" },
   vsDagFactory: { min: 3, label: "generated modules import >= 3x faster than dag-factory" },
   emit: { max: 20, label: "emit overhead <= 20 ms per event" },
@@ -332,6 +335,36 @@ for (const n of SIZES) {
 }
 results.targets.noopWrites = { ...TARGETS.noopWrites, value: maxWritten, pass: maxWritten === 0 };
 out(`   files written by a no-op recompile: ${maxWritten}   target 0   ${verdict(maxWritten === 0)}`);
+
+out("\n== compile --check and validate (generated/ up to date, as after the no-op recompile), each against the cold compile (issue 16)");
+results.upToDate = {};
+for (const n of SIZES) {
+  const root = path.join(work, `corpus-${n}`);
+  const timed = {};
+  for (const [name, args] of [["check", ["compile", "--check"]], ["validate", ["validate"]]]) {
+    const times = [];
+    let summary = "";
+    for (let i = 0; i < NOOP_RUNS(n); i++) {
+      const c = measureNode(BIN, [...args, "--root", root]);
+      if (c.exit !== 0) die(`${args.join(" ")} of ${n} exited ${c.exit}:\n${c.stderr.split("\n").slice(-20).join("\n")}`);
+      summary = c.stderr.trim().split("\n").pop();
+      times.push(c);
+    }
+    timed[name] = { runs: times.length, wallMs: round(median(times.map((t) => t.wallMs)), 1), cpuS: round(median(times.map((t) => t.cpuS)), 2), peakRssMiB: round(median(times.map((t) => t.rssKb)) / 1024, 0), summary };
+  }
+  const cold = results.compile[n].compileWallMs;
+  const r = { ...timed, noopVsCold: round(results.noop[n].wallMs / cold), checkVsCold: round(timed.check.wallMs / cold), validateVsCold: round(timed.validate.wallMs / cold) };
+  results.upToDate[n] = r;
+  out(
+    `   ${String(n).padStart(6)}  cold ${sec(cold).padStart(8)}   no-op ${sec(results.noop[n].wallMs).padStart(8)} (${x(r.noopVsCold)})   --check ${sec(r.check.wallMs).padStart(8)} (${x(r.checkVsCold)})   validate ${sec(r.validate.wallMs).padStart(8)} (${x(r.validateVsCold)})`,
+  );
+}
+for (const [key, name] of [["noopVsCold", "no-op compile"], ["checkVsCold", "compile --check"], ["validateVsCold", "validate"]]) {
+  const value = results.upToDate[big][key];
+  const ok = big >= 10000 ? value <= TARGETS[key].max : undefined;
+  results.targets[key] = { ...TARGETS[key], size: big, value, pass: ok };
+  out(`   ${`${name} / cold at ${big}:`.padEnd(32)} ${x(value)}   target <= 1.0x at 10,000   ${verdict(ok)}`);
+}
 
 out("\n== start time");
 {

@@ -1,6 +1,7 @@
 import { createDiagnostic, Diagnostics } from "../../diagnostics/catalogue.js";
 import { suggest } from "../../support/suggest.js";
 import { describeRenameEvidence, matchProbableRenames, type RenameCandidate } from "../../support/renames.js";
+import type { AssetDeclaration } from "../model.js";
 import type { LinkRule, LinkState } from "./rule.js";
 
 /**
@@ -30,17 +31,25 @@ function unknownHint(state: LinkState): (name: string) => string | undefined {
   const renamedTo = new Map<string, string>();
   // Assets the previous state did not have: rename candidates for a consumer of a vanished name.
   const added: RenameCandidate[] = [];
-  const previousAssets = state.context.previousAssets;
-  for (const a of assets.values()) {
+  // The previous state is read at the first unknown name that renamed_from does not explain.
+  let previousAssets: ReadonlyMap<string, Omit<RenameCandidate, "name">> | undefined | null = null;
+  const previousAssetsOf = (): ReadonlyMap<string, Omit<RenameCandidate, "name">> | undefined => {
+    if (previousAssets !== null) return previousAssets;
+    previousAssets = state.context.previousAssets?.();
+    for (const a of assets.values()) {
+      if (previousAssets && !previousAssets.has(a.name)) added.push({ name: a.name, uri: a.uri, contractId: a.producer ?? null, properties: datasetOf(a)?.schema.properties ?? [] });
+    }
+    return previousAssets;
+  };
+  const datasetOf = (a: AssetDeclaration) => {
     const producer = a.producer ? ids.get(a.producer) : undefined;
-    const dataset = producer?.document.datasets.find((d) => `${producer.document.domain}.${d.name}` === a.name);
-    for (const old of dataset?.renamed_from ?? []) renamedTo.set(old, a.name);
-    if (previousAssets && !previousAssets.has(a.name)) added.push({ name: a.name, uri: a.uri, contractId: a.producer ?? null, properties: dataset?.schema.properties ?? [] });
-  }
+    return producer?.document.datasets.find((d) => `${producer.document.domain}.${d.name}` === a.name);
+  };
+  for (const a of assets.values()) for (const old of datasetOf(a)?.renamed_from ?? []) renamedTo.set(old, a.name);
   return (name) => {
     const declared = renamedTo.get(name);
     if (declared) return `it was renamed to "${declared}" (renamed_from); update this upstream`;
-    const previous = previousAssets?.get(name);
+    const previous = previousAssetsOf()?.get(name);
     if (previous) {
       const [rename] = matchProbableRenames([{ name, ...previous }], added);
       if (rename) return `it looks renamed to "${rename.to}" (${describeRenameEvidence(rename, previous.contractId)}); update this upstream`;
