@@ -643,7 +643,7 @@ if (flag("--skip-runtime") || flag("--skip-operators") || !havePython) {
     }
     const stages = ["produce", "audit", "publish"];
     const fmt = (ms) => (ms >= 1000 ? sec(ms) : `${ms.toFixed(1)} ms`);
-    out(`   ${label} (${(r.manifest_bytes / 2 ** 20).toFixed(1)} MiB, ${r.manifest_dags} DAGs; ${r.rows} rows; median of ${r.rounds}; statements per task ${stages.map((s) => r.statements[s]).join("/")}):`);
+    out(`   ${label} (${r.manifest_bytes >= 2 ** 20 ? `${(r.manifest_bytes / 2 ** 20).toFixed(1)} MiB` : `${(r.manifest_bytes / 1024).toFixed(1)} KiB`}, ${r.manifest_dags} DAG${r.manifest_dags === 1 ? "" : "s"}; ${r.rows} rows; median of ${r.rounds}; statements per task ${stages.map((s) => r.statements[s]).join("/")}):`);
     for (const s of stages) out(`     ${s.padEnd(8)} ours ${fmt(r.median_ms.ours[s]).padStart(9)}   bare ${fmt(r.median_ms.bare[s]).padStart(9)}   added ${fmt(r.added_ms[s]).padStart(9)} (${x(r.ratio[s])})`);
     const ok = r.published_rows_by_bare === r.rows;
     if (!ok) out(`     check: the bare tasks published ${r.published_rows_by_bare} of ${r.rows} rows: NOT the same work`);
