@@ -260,7 +260,8 @@ class FreshnessMonitorOperator(BaseOperator):
         from contract_runtime.manifest import load_manifest
         from contract_runtime.warehouse import open_warehouse
 
-        manifest = load_manifest(self.manifest_path)
+        # The monitor reads only the top-level freshness_monitor section: its dag_id has no dags[] entry.
+        manifest = load_manifest(self.manifest_path, self.dag_id)
         monitor = manifest.get("freshness_monitor")
         if not monitor:
             raise RuntimeError(f"{self.manifest_path}: the manifest has no freshness_monitor section")

@@ -3,7 +3,9 @@
 The manifest is cached per process by absolute path, and re-read when the file's modification
 time or size changes. Each read is checked against the manifest JSON Schema of its version
 (``manifest-v1.schema.json``, the compiler's ``compiler/schemas/manifest/v1.schema.json``), so the
-stages read only manifests of the shape :mod:`contract_runtime.manifest_types` describes.
+stages read only manifests of the shape :mod:`contract_runtime.manifest_types` describes. A task
+passes its contract id and has checked only what it reads (:func:`task_view`): checking a whole
+1,000-contract manifest took about 15 s per task, since every Airflow task is a new process.
 Imports only the standard library at import time (``jsonschema`` when a manifest is read).
 """
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -31,6 +34,7 @@ __all__ = [
     "project_root",
     "resolve_project_path",
     "schema_problem",
+    "task_view",
 ]
 
 #: The only manifest version this runtime reads.
@@ -39,7 +43,7 @@ MANIFEST_VERSION: int = 1
 #: The manifest JSON Schema of :data:`MANIFEST_VERSION` (a link to the compiler's copy).
 MANIFEST_SCHEMA: Path = Path(__file__).with_name("manifest-v1.schema.json")
 
-_cache: dict[str, tuple[tuple[int, int], Manifest]] = {}
+_cache: dict[tuple[str, str | None], tuple[tuple[int, int], Manifest]] = {}
 _lock = threading.Lock()
 _validator: Validator | None = None
 
@@ -98,6 +102,49 @@ def schema_problem(data: Any) -> str | None:
     return f"{where}: {best.message}"
 
 
+def task_view(data: dict[str, Any], contract_id: str) -> tuple[dict[str, Any], dict[str, list[int]]]:
+    """The part of a manifest a task of ``contract_id`` reads, for the schema check.
+
+    A task reads the top-level fields, its own ``dags[]`` entry, the entries of the DAGs that
+    produce its inlets (their datasets name the upstream tables in lineage) and the ``assets[]``
+    its DAG names as inlets or outlets (freshness policies, URIs). Every other entry is left out,
+    as are ``edges`` (no stage reads them). A field that is not a list is kept, for the schema to
+    report.
+
+    :param data: A parsed manifest (a JSON object).
+    :param contract_id: The contract id (= dag_id) of the task.
+    :returns: ``(view, positions)``: the view, and for ``"dags"`` and ``"assets"`` the index in
+        ``data`` of each entry of the view's list (so a problem's pointer can name the file's).
+    """
+    dags, assets = data.get("dags"), data.get("assets")
+    if not isinstance(dags, list):
+        return data, {}
+    own = next((d for d in dags if isinstance(d, dict) and d.get("dag_id") == contract_id), None)
+    inlets = {n for n in (own or {}).get("inlets") or [] if isinstance(n, str)}
+    names = inlets | {n for n in (own or {}).get("outlets") or [] if isinstance(n, str)}
+
+    def read(d: Any) -> bool:
+        if not isinstance(d, dict):
+            return False
+        outlets = d.get("outlets")
+        return d is own or (isinstance(outlets, list) and not inlets.isdisjoint(o for o in outlets if isinstance(o, str)))
+
+    positions = {"dags": [i for i, d in enumerate(dags) if read(d)]}
+    view: dict[str, Any] = {**data, "dags": [dags[i] for i in positions["dags"]], "edges": []}
+    if isinstance(assets, list):
+        positions["assets"] = [i for i, x in enumerate(assets) if isinstance(x, dict) and x.get("name") in names]
+        view["assets"] = [assets[i] for i in positions["assets"]]
+    return view, positions
+
+
+def _in_file(problem: str, positions: dict[str, list[int]]) -> str:
+    """``problem``'s pointer ``/dags/<k>`` or ``/assets/<k>`` into a view, as the file's index."""
+    match = re.match(r"/(dags|assets)/(\d+)(.*)", problem, re.DOTALL)
+    if match is None or match.group(1) not in positions or int(match.group(2)) >= len(positions[match.group(1)]):
+        return problem
+    return f"/{match.group(1)}/{positions[match.group(1)][int(match.group(2))]}{match.group(3)}"
+
+
 def _major_minor(version: str) -> tuple[str, str] | None:
     parts = version.split(".")
     if len(parts) < 2 or not parts[0].isdigit() or not parts[1].isdigit():
@@ -129,11 +176,13 @@ def compiler_version_problem(compiler_version: object, runtime_version: str = RU
     )
 
 
-def load_manifest(path: str | os.PathLike[str]) -> Manifest:
+def load_manifest(path: str | os.PathLike[str], contract_id: str | None = None) -> Manifest:
     """Load, check and cache the manifest at ``path``.
 
     :param path: Path of ``manifest.json`` (generated modules pass ``<dags>/../../manifest.json``).
-    :returns: The parsed manifest (treat it as read-only: it is shared by the cache).
+    :param contract_id: The task's contract id: the schema checks only what its tasks read
+        (:func:`task_view`). None checks the whole manifest.
+    :returns: The parsed manifest, whole (treat it as read-only: it is shared by the cache).
     :raises ManifestError: When the file is missing or not JSON, ``manifestVersion`` is not
         :data:`MANIFEST_VERSION`, the compiler that wrote it is of another MAJOR.MINOR than this
         runtime (:func:`compiler_version_problem`, both versions named), or it does not match the
@@ -146,7 +195,7 @@ def load_manifest(path: str | os.PathLike[str]) -> Manifest:
         raise ManifestError(f"manifest {key!r} cannot be read: {exc.strerror or exc}") from exc
     stamp = (st.st_mtime_ns, st.st_size)
     with _lock:
-        hit = _cache.get(key)
+        hit = _cache.get((key, contract_id))
         if hit is not None and hit[0] == stamp:
             return hit[1]
     try:
@@ -169,12 +218,17 @@ def load_manifest(path: str | os.PathLike[str]) -> Manifest:
     mismatch = compiler_version_problem(written_by) if isinstance(written_by, str) else None
     if mismatch is not None:
         raise ManifestError(f"manifest {key!r}: {mismatch}")
-    problem = schema_problem(data)
+    if contract_id is None:
+        problem = schema_problem(data)
+    else:
+        view, positions = task_view(data, contract_id)
+        problem = schema_problem(view)
+        problem = _in_file(problem, positions) if problem is not None else None
     if problem is not None:
         raise ManifestError(f"manifest {key!r} does not match the manifest schema at {problem} (recompile)")
     manifest = cast(Manifest, data)
     with _lock:
-        _cache[key] = (stamp, manifest)
+        _cache[(key, contract_id)] = (stamp, manifest)
     return manifest
 
 

@@ -194,7 +194,7 @@ class PublishOperator(_ContractOperator):
 
         summary = context["ti"].xcom_pull(task_ids=self.audit_task_id, key=QUALITY_XCOM_KEY)
         outputs = stages.publish(self.manifest_path, self.contract_id, run, summary)
-        manifest = load_manifest(self.manifest_path)
+        manifest = load_manifest(self.manifest_path, self.contract_id)
         dag = find_dag(manifest, self.contract_id)
         by_name = {getattr(a, "name", None): a for a in (self.outlets or [])}
         events = context["outlet_events"]

@@ -141,8 +141,9 @@ def lineage_warehouse(wh: Warehouse) -> dict[str, str]:
 
 def _load(manifest_path: str, contract_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
     try:
-        manifest = load_manifest(manifest_path)
-        # Checked against the manifest schema by load_manifest; the stages read it as plain JSON.
+        manifest = load_manifest(manifest_path, contract_id)
+        # What the stages read is checked against the manifest schema by load_manifest; they read
+        # it as plain JSON.
         return cast("dict[str, Any]", manifest), cast("dict[str, Any]", find_dag(manifest, contract_id))
     except ManifestError as exc:
         raise _NonRetryableManifest(str(exc)) from exc

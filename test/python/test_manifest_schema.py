@@ -19,6 +19,7 @@ from contract_runtime.manifest import (
     ManifestError,
     load_manifest,
     schema_problem,
+    task_view,
 )
 from contract_runtime.producers import _PRODUCERS
 from contract_runtime.sqlutil import DIALECTS, PHYSICAL_TYPE_PATTERN
@@ -108,3 +109,50 @@ def test_a_damaged_manifest_fails_the_read_with_the_path_of_the_field(tmp_path: 
     bad["dags"][i]["runtime"]["producer"]["type"] = "spark"
     problem = schema_problem(bad)
     assert problem is not None and problem.startswith(f"/dags/{i}/runtime/producer/type ") and "'spark' is not one of" in problem
+
+
+def _write(tmp_path: Path, data: dict[str, Any], name: str) -> Path:
+    path = tmp_path / name / "generated" / "manifest.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def test_a_task_checks_what_it_reads_and_names_the_field_in_the_file(tmp_path: Path) -> None:
+    data = _bundled()
+    index = {d["dag_id"]: i for i, d in enumerate(data["dags"])}
+    producer_of = {o: d["dag_id"] for d in data["dags"] for o in d["outlets"]}
+    # A DAG with an upstream another DAG produces, and a DAG that reads neither of them.
+    reader = next(d for d in data["dags"] if any(n in producer_of for n in d["inlets"]))
+    upstream = next(n for n in reader["inlets"] if n in producer_of)
+    producer = producer_of[upstream]
+    named = set(reader["inlets"]) | set(reader["outlets"])
+    other = next(
+        d["dag_id"] for d in data["dags"]
+        if d["dag_id"] not in (reader["dag_id"], producer) and not set(d["outlets"]) & named
+    )
+    view, positions = task_view(data, reader["dag_id"])
+    assert [d["dag_id"] for d in view["dags"]] == [d["dag_id"] for d in data["dags"] if d["dag_id"] in {reader["dag_id"], *(producer_of[n] for n in reader["inlets"] if n in producer_of)}]
+    assert sorted(a["name"] for a in view["assets"]) == sorted(a["name"] for a in data["assets"] if a["name"] in named)
+    assert view["edges"] == [] and positions["dags"] == [index[d["dag_id"]] for d in view["dags"]]
+
+    # Another DAG's damaged entry: the reader's tasks run, the whole check refuses it.
+    bad = copy.deepcopy(data)
+    del bad["dags"][index[other]]["owner"]
+    path = _write(tmp_path, bad, "other")
+    assert load_manifest(path, reader["dag_id"])["dags"][index[other]]["dag_id"] == other
+    with pytest.raises(ManifestError, match=rf"/dags/{index[other]} \(dag_id '{other}'\)"):
+        load_manifest(path)
+    # The reader's own entry, its upstream's producer and an Asset it names: refused, at the file's index.
+    for name, damage, where in (
+        ("own", lambda m: m["dags"][index[reader["dag_id"]]].pop("owner"), f"/dags/{index[reader['dag_id']]} (dag_id '{reader['dag_id']}')"),
+        ("producer", lambda m: m["dags"][index[producer]].pop("owner"), f"/dags/{index[producer]} (dag_id '{producer}')"),
+        ("asset", lambda m: next(a for a in m["assets"] if a["name"] == upstream).pop("uri"), "/assets/"),
+    ):
+        bad = copy.deepcopy(data)
+        damage(bad)
+        with pytest.raises(ManifestError) as raised:
+            load_manifest(_write(tmp_path, bad, name), reader["dag_id"])
+        assert f"does not match the manifest schema at {where}" in str(raised.value), (name, str(raised.value))
+    asset_index = next(i for i, a in enumerate(data["assets"]) if a["name"] == upstream)
+    assert f"/assets/{asset_index}: 'uri' is a required property" in str(raised.value)
