@@ -3,7 +3,8 @@
 // Airflow, and the lineage emit hook, each figure printed with its target (issue 6).
 //
 //   node scripts/bench/run.mjs [--out FILE] [--sizes 100,1000,10000] [--seed N] [--quick]
-//                              [--profile] [--no-build] [--skip-airflow] [--skip-runtime] [--skip-dbt] [--keep]
+//                              [--profile] [--no-build] [--skip-airflow] [--skip-dag-processor] [--skip-runtime]
+//                              [--skip-operators] [--skip-dbt] [--keep]
 //
 // Everything runs in a temporary folder (removed at the end unless --keep); the results are
 // written as JSON to --out, or to a file in the system's temporary folder whose path is printed.
@@ -35,7 +36,7 @@ const option = (name, fallback) => {
   return i >= 0 && argv[i + 1] !== undefined ? argv[i + 1] : fallback;
 };
 if (flag("--help") || flag("-h")) {
-  process.stdout.write(fs.readFileSync(fileURLToPath(import.meta.url), "utf8").split("\n").slice(1, 10).map((l) => l.replace(/^\/\/ ?/, "")).join("\n") + "\n");
+  process.stdout.write(fs.readFileSync(fileURLToPath(import.meta.url), "utf8").split("\n").slice(1, 11).map((l) => l.replace(/^\/\/ ?/, "")).join("\n") + "\n");
   process.exit(0);
 }
 const QUICK = flag("--quick");
@@ -49,7 +50,15 @@ const VERSION_RUNS = QUICK ? 10 : 15;
 const AIRFLOW_ROUNDS = QUICK ? 2 : 5;
 const DAGFACTORY_ROUNDS = QUICK ? 2 : 3;
 const EMIT_EVENTS = 240;
+// Operator overhead rounds: with a one-DAG manifest, and with the AIRFLOW_SIZE corpus's manifest
+// (every task reads and checks the whole manifest, so those rounds take far longer).
+const OPERATOR_ROUNDS = QUICK ? 3 : 7;
+const OPERATOR_CORPUS_ROUNDS = QUICK ? 1 : 3;
 const AIRFLOW_SIZE = SIZES.includes(1000) ? 1000 : SIZES.filter((n) => n <= 1000).pop() ?? SIZES[0];
+// airflow dag-processor: DAG files per variant, and the interleaved batches they are parsed in
+// (one dag-processor process per batch and variant, alternating the order).
+const DAG_PROCESSOR_FILES = QUICK ? 100 : 1000;
+const DAG_PROCESSOR_BATCHES = QUICK ? 2 : 4;
 
 const TARGETS = {
   compileVsFloor: { max: 2, label: "compile of 10,000 within 2x the floor" },
@@ -60,7 +69,10 @@ const TARGETS = {
   validateVsCold: { max: 1, label: "validate of 10,000 within 1.0x a cold compile" },
   vsHand: { max: 1.2, label: "generated modules import within 1.2x the hand-written ones" },
   vsDagFactory: { min: 3, label: "generated modules import >= 3x faster than dag-factory" },
+  dagProcessorVsHand: { max: 1.2, label: "airflow dag-processor parse time of the generated files within 1.2x the hand-written ones" },
   emit: { max: 20, label: "emit overhead <= 20 ms per event" },
+  operatorOverhead: { max: 50, label: "produce/audit/publish add <= 50 ms per task over a bare SQLExecuteQueryOperator (same SQL; the corpus's manifest)" },
+  operatorOverheadOneDag: { max: 50, label: "produce/audit/publish add <= 50 ms per task over a bare SQLExecuteQueryOperator (same SQL; a one-DAG manifest)" },
 };
 
 // ------------------------------------------------------------------------------------ helpers
@@ -410,7 +422,7 @@ if (flag("--profile") || compileMisses) {
 
 if (flag("--skip-airflow") || !havePython) {
   out(`\n== Airflow: skipped (${havePython ? "--skip-airflow" : pythonEnvProblem || ".venv missing: npm run setup:python"})`);
-  for (const k of ["vsHand", "vsDagFactory"]) results.targets[k] = { ...TARGETS[k], value: null, pass: undefined };
+  for (const k of ["vsHand", "vsDagFactory", "dagProcessorVsHand"]) results.targets[k] = { ...TARGETS[k], value: null, pass: undefined };
 } else {
   out(`\n== Airflow ${m.airflow}: DagBag fill of ${AIRFLOW_SIZE} contracts' DAGs (fresh process per fill; airflow, airflow.sdk and contract_runtime imported first, not timed; median of ${AIRFLOW_ROUNDS}, dag-factory ${DAGFACTORY_ROUNDS}, after one fill that writes __pycache__)`);
   const root = path.join(work, `corpus-${AIRFLOW_SIZE}`);
@@ -426,6 +438,11 @@ if (flag("--skip-airflow") || !havePython) {
   writeHandWritten(manifest, variants.hand);
   fs.copyFileSync(manifestPath, path.join(af, "hand", "manifest.json"));
   writeDagFactory(manifest, variants.dagfactory);
+  // Modules the compiler writes beside the per-contract ones (the freshness monitor DAG) are one
+  // and the same in every form: each peer gets a copy, so all three load the same DAGs.
+  const shared = fs.readdirSync(variants.generated).filter((f) => f.endsWith(".py"));
+  for (const f of shared) for (const peer of [variants.hand, variants.dagfactory]) fs.copyFileSync(path.join(variants.generated, f), path.join(peer, f));
+  if (shared.length > 0) fs.copyFileSync(manifestPath, path.join(af, "dagfactory", "manifest.json"));
   const home = path.join(af, "home");
   fs.mkdirSync(home, { recursive: true });
   const env = {
@@ -441,7 +458,7 @@ if (flag("--skip-airflow") || !havePython) {
   delete env.AIRFLOW_CONFIG;
   delete env.AIRFLOW__CORE__UNIT_TEST_MODE;
   delete env.PYTHONDONTWRITEBYTECODE;
-  const expected = manifest.dags.length;
+  const expected = manifest.dags.length + shared.length;
   const runsBy = { generated: [], hand: [], dagfactory: [] };
   const cold = {};
   let signatures;
@@ -512,6 +529,63 @@ if (flag("--skip-airflow") || !havePython) {
   results.targets.vsDagFactory = { ...TARGETS.vsDagFactory, value: a.dagFactorySpeedup, pass: fair ? a.dagFactorySpeedup >= TARGETS.vsDagFactory.min : undefined };
   out(`   generated / hand-written: ${x(a.vsHand)}   target <= 1.2x   ${verdict(results.targets.vsHand.pass)}`);
   out(`   dag-factory / generated:  ${x(a.dagFactorySpeedup)}   target >= 3x    ${verdict(results.targets.vsDagFactory.pass)}`);
+
+  // A real `airflow dag-processor` on the same two folders, timed by its own bookkeeping.
+  if (flag("--skip-dag-processor")) {
+    out("\n== airflow dag-processor: skipped (--skip-dag-processor)");
+    results.targets.dagProcessorVsHand = { ...TARGETS.dagProcessorVsHand, value: null, pass: undefined };
+  } else {
+    const files = Math.min(DAG_PROCESSOR_FILES, expected);
+    out(
+      `\n== airflow dag-processor ${m.airflow}: ${files} of the ${AIRFLOW_SIZE}-contract corpus's DAG files, generated against hand-written, parse time per file as the processor records it ` +
+        `(dag.last_parse_duration; fresh AIRFLOW_HOME + SQLite per run, __pycache__ written first, ${DAG_PROCESSOR_BATCHES} interleaved batches, --num-runs 1)`,
+    );
+    let d;
+    try {
+      d = pythonJson("dag_processor.py", [path.join(af, "dag-processor"), "--variant", `generated=${variants.generated}`, "--variant", `hand=${variants.hand}`, "--files", String(files), "--batches", String(DAG_PROCESSOR_BATCHES), "--timeout", "1200"], env);
+    } catch (error) {
+      d = { available: false, reason: String(error.message).split("\n").slice(-6).join(" / ") };
+    }
+    if (d.available === false) {
+      results.dagProcessor = d;
+      results.targets.dagProcessorVsHand = { ...TARGETS.dagProcessorVsHand, value: null, pass: undefined };
+      out(`   not available: ${d.reason}`);
+    } else {
+      const g = d.variants.generated;
+      const h = d.variants.hand;
+      const checks = [];
+      for (const [name, v] of [["generated", g], ["hand-written", h]]) {
+        if (v.dags !== d.files) checks.push(`${name}: ${v.dags} of ${d.files} DAGs in the metadata DB`);
+        if (v.import_errors > 0) checks.push(`${name}: ${v.import_errors} import errors, first: ${JSON.stringify(v.first_import_error).slice(0, 400)}`);
+        if (v.missing_durations > 0) checks.push(`${name}: ${v.missing_durations} DAGs without last_parse_duration`);
+      }
+      const ratio = g.sum_s / h.sum_s;
+      results.dagProcessor = {
+        files: d.files,
+        batches: d.batches,
+        parsingProcesses: d.parsing_processes,
+        migrateS: round(d.migrate_s, 1),
+        totalS: { generated: round(g.sum_s, 2), hand: round(h.sum_s, 2) },
+        medianFileMs: { generated: round(g.median_s * 1000, 1), hand: round(h.median_s * 1000, 1) },
+        p95FileMs: { generated: round(g.p95_s * 1000, 1), hand: round(h.p95_s * 1000, 1) },
+        maxFileMs: { generated: round(g.max_s * 1000, 1), hand: round(h.max_s * 1000, 1) },
+        batchTotalsS: { generated: g.batches.map((b) => round(b.sum_s, 2)), hand: h.batches.map((b) => round(b.sum_s, 2)) },
+        processWallS: { generated: g.batches.map((b) => round(b.process_wall_s, 1)), hand: h.batches.map((b) => round(b.process_wall_s, 1)) },
+        // The house rule: ratios are ratios of medians (a file parsed during a burst of other load
+        // moves a sum far more than a median); the sum's ratio is printed beside it.
+        vsHand: round(g.median_s / h.median_s),
+        sumVsHand: round(ratio),
+        problems: checks,
+      };
+      const r = results.dagProcessor;
+      out(`   generated     total ${sec(g.sum_s * 1000).padStart(8)}   per file median ${r.medianFileMs.generated.toFixed(0)} ms, p95 ${r.p95FileMs.generated.toFixed(0)} ms, max ${r.maxFileMs.generated.toFixed(0)} ms`);
+      out(`   hand-written  total ${sec(h.sum_s * 1000).padStart(8)}   per file median ${r.medianFileMs.hand.toFixed(0)} ms, p95 ${r.p95FileMs.hand.toFixed(0)} ms, max ${r.maxFileMs.hand.toFixed(0)} ms`);
+      out(`   (${d.parsing_processes} parsing processes; batch totals generated ${r.batchTotalsS.generated.join(", ")} s, hand-written ${r.batchTotalsS.hand.join(", ")} s; airflow db migrate ${r.migrateS} s, once)`);
+      out(`   check: every run parsed all its files into the metadata DB, no import errors: ${checks.length === 0 ? "yes" : "NO\n     " + checks.join("\n     ")}`);
+      results.targets.dagProcessorVsHand = { ...TARGETS.dagProcessorVsHand, value: r.vsHand, pass: checks.length === 0 ? r.vsHand <= TARGETS.dagProcessorVsHand.max : undefined };
+      out(`   generated / hand-written (median per-file parse time): ${x(r.vsHand)} (sum of the per-file times ${x(r.sumVsHand)})   target <= 1.2x   ${verdict(results.targets.dagProcessorVsHand.pass)}`);
+    }
+  }
 }
 
 // ------------------------------------------------------------------------------------ runtime
@@ -542,6 +616,48 @@ if (flag("--skip-runtime") || !havePython) {
     );
     out(`   by event: ${Object.entries(r.median_by_event_ms).map(([k, v]) => `${k} ${v.toFixed(2)} ms`).join(", ")}; ${r.events_written}/${r.events_expected} events in the file`);
     out(`   target <= 20 ms per event   ${verdict(ok)}`);
+  }
+}
+
+// ------------------------------------------------------------------------------------ operators
+
+if (flag("--skip-runtime") || flag("--skip-operators") || !havePython) {
+  out(`\n== operators: skipped (${havePython ? "--skip-runtime / --skip-operators" : pythonEnvProblem || ".venv missing: npm run setup:python"})`);
+  for (const k of ["operatorOverhead", "operatorOverheadOneDag"]) results.targets[k] = { ...TARGETS[k], value: null, pass: undefined };
+} else {
+  const corpusManifest = path.join(work, `corpus-${AIRFLOW_SIZE}`, "generated", "manifest.json");
+  out(
+    `\n== operators: produce / audit / publish against a bare SQLExecuteQueryOperator running the same statements (PostgreSQL on loopback, one Connection for both, ` +
+      `each task's execute() timed, manifest cache cleared per task as in a task process of its own, lineage off)`,
+  );
+  results.operators = {};
+  const configs = [
+    ["operatorOverheadOneDag", "one-DAG manifest", [], OPERATOR_ROUNDS],
+    ["operatorOverhead", `${AIRFLOW_SIZE}-contract corpus manifest`, ["--manifest", corpusManifest], OPERATOR_CORPUS_ROUNDS],
+  ];
+  for (const [key, label, extra, rounds] of configs) {
+    const dir = path.join(work, `operators-${key}`);
+    fs.mkdirSync(dir, { recursive: true });
+    let r;
+    try {
+      r = pythonJson("operator_overhead.py", [dir, "--rounds", String(rounds), ...extra], { ...process.env, AIRFLOW_HOME: path.join(work, "airflow", "home") });
+    } catch (error) {
+      r = { available: false, reason: String(error.message).split("\n").slice(-4).join(" / ") };
+    }
+    results.operators[key] = r;
+    if (!r.available) {
+      results.targets[key] = { ...TARGETS[key], value: null, pass: undefined };
+      out(`   ${label}: not available: ${r.reason}`);
+      continue;
+    }
+    const stages = ["produce", "audit", "publish"];
+    const fmt = (ms) => (ms >= 1000 ? sec(ms) : `${ms.toFixed(1)} ms`);
+    out(`   ${label} (${r.manifest_bytes >= 2 ** 20 ? `${(r.manifest_bytes / 2 ** 20).toFixed(1)} MiB` : `${(r.manifest_bytes / 1024).toFixed(1)} KiB`}, ${r.manifest_dags} DAG${r.manifest_dags === 1 ? "" : "s"}; ${r.rows} rows; median of ${r.rounds}; statements per task ${stages.map((s) => r.statements[s]).join("/")}):`);
+    for (const s of stages) out(`     ${s.padEnd(8)} ours ${fmt(r.median_ms.ours[s]).padStart(9)}   bare ${fmt(r.median_ms.bare[s]).padStart(9)}   added ${fmt(r.added_ms[s]).padStart(9)} (${x(r.ratio[s])})`);
+    const ok = r.published_rows_by_bare === r.rows;
+    if (!ok) out(`     check: the bare tasks published ${r.published_rows_by_bare} of ${r.rows} rows: NOT the same work`);
+    results.targets[key] = { ...TARGETS[key], value: round(r.max_added_ms, 1), pass: ok ? r.max_added_ms <= TARGETS[key].max : undefined };
+    out(`     most added to one task: ${fmt(r.max_added_ms)}   target <= 50 ms   ${verdict(results.targets[key].pass)}`);
   }
 }
 
@@ -579,7 +695,7 @@ for (const [key, t] of Object.entries(results.targets)) {
       ? "n/a"
       : key === "noopWrites"
         ? `${t.value} files`
-        : key === "emit"
+        : key === "emit" || key.startsWith("operatorOverhead")
           ? `${t.value.toFixed(2)} ms`
           : key === "scaling"
             ? t.value.toFixed(2)

@@ -61,6 +61,7 @@ REMOVED_MODULE = Path("generated/dags/revrec/close_summary.py")
 REMOVED_DAG = "revrec.close_summary"
 REMOVED_ASSET = "revrec.close_summary"
 RENAMED_CONTRACT = Path("contracts/revrec/monthly.yaml")
+RENAMED_DAG = "revrec.monthly"
 OLD_NAME = "revrec.deferred_revenue_balance"
 NEW_NAME = "revrec.deferred_revenue"
 
@@ -239,6 +240,13 @@ def _names(entries: list[dict[str, Any]]) -> list[str]:
     return [e["name"] for e in entries]
 
 
+def _producing_dags(airflow: Airflow, name: str) -> set[str]:
+    """The dag_ids Airflow records as producing asset ``name`` (``GET /api/v2/assets``; its
+    ``name_pattern`` is a LIKE pattern, so the exact name is picked here)."""
+    assets = airflow.stack.get("/assets", key="assets", name_pattern=name, only_active="false")
+    return {t["dag_id"] for a in assets if a["name"] == name for t in a["producing_tasks"]}
+
+
 def test_stale_against_real_airflow_api_server(airflow: Airflow) -> None:
     started = time.monotonic()
     manifest = json.loads((airflow.project / "generated" / "manifest.json").read_text(encoding="utf-8"))
@@ -279,9 +287,14 @@ def test_stale_against_real_airflow_api_server(airflow: Airflow) -> None:
     assert compiled.returncode == 0, compiled.describe()
     assert not (airflow.project / REMOVED_MODULE).exists(), "compile did not delete the removed contract's module"
 
+    # "Nothing missing" is not enough: the freshness monitor's module also names every asset, and the
+    # dag-processor may parse it first, which activates NEW_NAME while revrec.monthly still holds
+    # its old outlet reference to OLD_NAME. So also wait until the renamed DAG's new module is parsed.
     run = airflow.wait_for(
-        lambda r: r["summary"]["missing"] == 0 and REMOVED_ASSET in _names(r["orphaned"]),
-        f"{NEW_NAME} active and {REMOVED_ASSET} orphaned",
+        lambda r: r["summary"]["missing"] == 0
+        and REMOVED_ASSET in _names(r["orphaned"])
+        and RENAMED_DAG in _producing_dags(airflow, NEW_NAME),
+        f"{NEW_NAME} active and produced by {RENAMED_DAG}, and {REMOVED_ASSET} orphaned",
         CHANGE_TIMEOUT_S,
     )
     report = run.json()
