@@ -153,6 +153,8 @@ def parse_once(home: Path, template_db: Path, dags: Path, loops: int, timeout: f
 
 
 def main() -> None:
+    if len(sys.argv) < 2 or sys.argv[1].startswith("-"):
+        sys.exit(f"usage: the work folder first, then the options\n{__doc__}")
     work = Path(sys.argv[1])
     args = sys.argv[2:]
 

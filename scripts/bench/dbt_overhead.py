@@ -33,6 +33,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def main() -> None:
+    if len(sys.argv) < 2 or sys.argv[1].startswith("-"):
+        sys.exit(f"usage: the work folder first, then the options\n{__doc__}")
     work = Path(sys.argv[1])
     args = sys.argv[2:]
     rounds = int(args[args.index("--rounds") + 1]) if "--rounds" in args else 3

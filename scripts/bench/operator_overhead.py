@@ -78,6 +78,8 @@ class DagRun:
 
 
 def main() -> None:
+    if len(sys.argv) < 2 or sys.argv[1].startswith("-"):
+        sys.exit(f"usage: the work folder first, then the options\n{__doc__}")
     work = Path(sys.argv[1])
     args = sys.argv[2:]
     rounds = int(args[args.index("--rounds") + 1]) if "--rounds" in args else 7
