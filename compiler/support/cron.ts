@@ -110,8 +110,11 @@ function fieldValues(field: string, low: number, high: number): { values: Set<nu
 
 const offsetFormatters = new Map<string, Intl.DateTimeFormat>();
 
-/** Milliseconds the zone's wall clock is ahead of UTC at instant `t`. */
-function zoneOffset(timezone: string, t: number): number {
+/**
+ * Milliseconds the zone's wall clock is ahead of UTC at instant `t`, asked of `Intl` (the ICU time
+ * zone data Node ships). A function of the minute of `t` only (`Intl` formats whole minutes).
+ */
+export function zoneOffsetFromIntl(timezone: string, t: number): number {
   if (timezone === "UTC" || timezone === "Etc/UTC") return 0;
   let format = offsetFormatters.get(timezone);
   if (!format) {
@@ -121,6 +124,65 @@ function zoneOffset(timezone: string, t: number): number {
   const parts = Object.fromEntries(format.formatToParts(new Date(t)).map((p) => [p.type, p.value]));
   const wall = Date.UTC(Number(parts.year), Number(parts.month) - 1, Number(parts.day), Number(parts.hour), Number(parts.minute));
   return wall - Math.floor(t / 60000) * 60000;
+}
+
+/** A zone's offsets over the window {@link maxCronGapSeconds} reads: `offsets[i]` from minute `starts[i]` on. */
+interface OffsetTable {
+  starts: number[];
+  offsets: number[];
+}
+
+// The cron window (2026-2033) and a margin of more than a day either side for zone offsets.
+const TABLE_FROM = Date.UTC(2025, 11, 30);
+const TABLE_TO = Date.UTC(2034, 0, 3);
+// Offsets are probed every 6 hours, then each change is found to the minute by bisection: exact
+// as long as a zone does not change its offset twice within 6 hours (none in the window does).
+const PROBE_MS = 6 * 3600000;
+const offsetTables = new Map<string, OffsetTable>();
+
+function offsetTable(timezone: string): OffsetTable {
+  let table = offsetTables.get(timezone);
+  if (table) return table;
+  table = { starts: [TABLE_FROM], offsets: [zoneOffsetFromIntl(timezone, TABLE_FROM)] };
+  let before = TABLE_FROM;
+  for (let t = TABLE_FROM + PROBE_MS; t < TABLE_TO; t += PROBE_MS) {
+    const offset = zoneOffsetFromIntl(timezone, t);
+    const current = table.offsets[table.offsets.length - 1]!;
+    if (offset !== current) {
+      let low = before;
+      let high = t;
+      while (high - low > 60000) {
+        const mid = low + Math.floor((high - low) / 120000) * 60000;
+        if (zoneOffsetFromIntl(timezone, mid) === current) low = mid;
+        else high = mid;
+      }
+      table.starts.push(high);
+      table.offsets.push(offset);
+    }
+    before = t;
+  }
+  offsetTables.set(timezone, table);
+  return table;
+}
+
+/**
+ * Milliseconds the zone's wall clock is ahead of UTC at instant `t`: {@link zoneOffsetFromIntl},
+ * read from a per-zone table of its changes inside the cron window (one `Intl` call per probe,
+ * once per zone, instead of four per matching day and cron expression).
+ */
+export function zoneOffset(timezone: string, t: number): number {
+  if (timezone === "UTC" || timezone === "Etc/UTC") return 0;
+  if (t < TABLE_FROM || t >= TABLE_TO) return zoneOffsetFromIntl(timezone, t);
+  const { starts, offsets } = offsetTable(timezone);
+  const minute = Math.floor(t / 60000) * 60000;
+  let low = 0;
+  let high = starts.length - 1;
+  while (low < high) {
+    const mid = (low + high + 1) >> 1;
+    if (starts[mid]! <= minute) low = mid;
+    else high = mid - 1;
+  }
+  return offsets[low]!;
 }
 
 /** The instant of a wall-clock time in a zone (the later reading across a DST change). */

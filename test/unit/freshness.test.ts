@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { AirflowAsset } from "../../compiler/airflow/airflowClient.js";
 import type { Manifest } from "../../compiler/manifest/buildManifest.js";
-import { maxCronGapSeconds } from "../../compiler/support/cron.js";
+import { maxCronGapSeconds, zoneOffset, zoneOffsetFromIntl } from "../../compiler/support/cron.js";
 import { formatDurationSeconds } from "../../compiler/support/duration.js";
 import { buildFreshnessReport, formatFreshnessText, freshnessExitCode, freshnessState } from "../../compiler/report/freshnessReport.js";
 
@@ -68,6 +68,37 @@ describe("cron gaps (CA4503)", () => {
     // weekdays only: Friday 18:00 to Monday 09:00
     expect(maxCronGapSeconds("0 9-18 * * 1-5", "UTC")).toBe(63 * 3600);
     expect(maxCronGapSeconds("@yearly", "UTC")).toBe(366 * 86400);
+  });
+
+  it("reads zone offsets from a table that agrees with Intl every 97 minutes and around each change, to the minute", () => {
+    // Zones with DST, negative DST (Dublin), half- and quarter-hour offsets and a half-hour DST
+    // step (Lord Howe), a two-hour step (Troll), southern-hemisphere DST and frequent changes
+    // (Casablanca), besides the bench corpus's zones. 97 minutes: never in step with the table's probes.
+    const zones = ["Europe/Berlin", "Europe/London", "America/New_York", "Asia/Tokyo", "Europe/Dublin", "Asia/Kathmandu", "America/St_Johns", "Australia/Lord_Howe", "Antarctica/Troll", "America/Santiago", "Africa/Casablanca", "Pacific/Chatham"];
+    const mismatches: string[] = [];
+    const check = (zone: string, t: number): number => {
+      const offset = zoneOffsetFromIntl(zone, t);
+      if (zoneOffset(zone, t) !== offset) mismatches.push(`${zone} at ${new Date(t).toISOString()}`);
+      return offset;
+    };
+    for (const zone of zones) {
+      let changes = 0;
+      let previous: number | undefined;
+      const step = 97 * 60000;
+      for (let t = Date.UTC(2025, 11, 30); t < Date.UTC(2034, 0, 3); t += step) {
+        const offset = check(zone, t);
+        if (previous !== undefined && offset !== previous) {
+          changes++;
+          // the change happened within the last step: every minute of it, at its 30th second
+          for (let m = t - step; m <= t; m += 60000) check(zone, m + 30000);
+        }
+        previous = offset;
+      }
+      if (!["Asia/Tokyo", "Asia/Kathmandu"].includes(zone) && changes < 6) mismatches.push(`${zone}: only ${changes} changes seen`);
+    }
+    expect(mismatches).toEqual([]);
+    // outside the table's window the offset is Intl's
+    expect(zoneOffset("Europe/Berlin", Date.UTC(2040, 6, 1))).toBe(2 * 3600000);
   });
 
   it("names spans as ISO-8601 durations", () => {
