@@ -162,6 +162,24 @@ def _parse(text: str) -> Any:
         return text
 
 
+def stop_process_group(proc: subprocess.Popen[bytes], grace: float = 20) -> None:
+    """Stop a process started with ``start_new_session=True`` and everything in its group.
+
+    SIGTERM to the group, up to ``grace`` seconds for the leader to exit, then SIGKILL to the
+    group: it may still hold children (parsing processes, executor workers) after its leader.
+    A no-op on a group that is gone.
+    """
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=grace)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    if proc.poll() is None:
+        proc.wait(timeout=10)
+
+
 def wait_until(
     predicate: Callable[[], Any], what: str, timeout: float, interval: float = 0.5, diagnose: Callable[[], str] = str
 ) -> Any:
@@ -573,7 +591,7 @@ class LiveStack:
             log = self.log("api-server")
             if any(e in log.lower() for e in BIND_ERRORS):
                 if attempt == 1:  # the free port was taken meanwhile: once more on another one
-                    self._kill(self.processes.pop("api-server"))
+                    stop_process_group(self.processes.pop("api-server"))
                     continue
                 raise StackUnavailable(f"cannot bind a loopback port for the api-server:\n{log}")
             self.check_running()
@@ -649,19 +667,6 @@ class LiveStack:
             (body.get(key) or {}).get("status") == "healthy" for key in wanted
         )
 
-    @staticmethod
-    def _kill(proc: subprocess.Popen[bytes], grace: float = 20) -> None:
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=grace)
-        # The group may hold children (parsing processes, executor workers) after its leader.
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        if proc.poll() is None:
-            proc.wait(timeout=10)
-
     def stop(self) -> None:
         """Stop every component (SIGTERM to each group, then SIGKILL) and PostgreSQL.
 
@@ -676,7 +681,7 @@ class LiveStack:
                     os.killpg(proc.pid, signal.SIGTERM)
         deadline = time.monotonic() + 20
         for proc in self.processes.values():
-            self._kill(proc, grace=max(0.1, deadline - time.monotonic()))
+            stop_process_group(proc, grace=max(0.1, deadline - time.monotonic()))
         self.processes.clear()
         if self.postgres is not None:
             self.postgres.stop()

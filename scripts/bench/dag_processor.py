@@ -33,7 +33,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import sqlite3
 import statistics
 import subprocess
@@ -42,6 +41,8 @@ import time
 from pathlib import Path
 
 VENV_BIN = Path(sys.executable).parent
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from livestack import stop_process_group  # noqa: E402  (scripts/livestack.py)
 
 
 def airflow_env(home: Path, dags: Path | None, parsing_processes: int = 2) -> dict[str, str]:
@@ -65,22 +66,6 @@ def airflow_env(home: Path, dags: Path | None, parsing_processes: int = 2) -> di
     if dags is not None:
         env["AIRFLOW__CORE__DAGS_FOLDER"] = str(dags)
     return env
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    """Stop the process group of ``proc`` (SIGTERM, 10 s, SIGKILL); a no-op once it exited."""
-    if proc.poll() is not None:
-        return
-    for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 def pick(variants: dict[str, Path], files: int | None) -> list[Path]:
@@ -125,7 +110,7 @@ def parse_once(home: Path, template_db: Path, dags: Path, loops: int, timeout: f
         except subprocess.TimeoutExpired:
             exit_code = None
         finally:
-            stop(proc)
+            stop_process_group(proc, grace=10)
     wall = time.monotonic() - started
     tail = log.read_text(encoding="utf-8", errors="replace")[-1500:]
     if exit_code != 0:
