@@ -127,10 +127,10 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
   // memoised): a manifest file with the very text of the new manifest is that manifest (ADR 0017).
   let previousChecked = false;
   let previousManifest: Manifest | undefined;
-  const previousFile = discovered.value.previousManifest;
-  const checkPrevious = (): Manifest | undefined => {
+  let previousFile = discovered.value.previousManifest;
+  const checkPrevious = (current?: { manifest: Manifest; text: string }): Manifest | undefined => {
     if (!previousChecked && discovered.value.checkPrevious) {
-      const checked = discovered.value.checkPrevious();
+      const checked = discovered.value.checkPrevious(current);
       diagnostics.push(...checked.diagnostics);
       previousManifest = checked.value;
     }
@@ -177,15 +177,16 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
   const manifest = buildManifest(linked.value, graph.value, plans.value, planFreshnessMonitor(linked.value));
   diagnostics.push(...plans.diagnostics, ...manifest.diagnostics);
   result.manifest = manifest.value.manifest;
-  // The same text is the same state: this compiler wrote it, so it needs no parse or schema check
-  // (the no-op compile, `--check` and `validate` of an up-to-date project).
-  if (!previousChecked && !options.previousManifest && previousFile?.text === manifest.value.text) {
-    previousChecked = true;
-    previousManifest = manifest.value.manifest;
-  }
+  // Read against the new manifest: the same text is the same state (this compiler wrote it, so it
+  // needs no parse or schema check: the no-op compile, `--check` and `validate` of an up-to-date
+  // project), and otherwise only the records whose text changed are parsed (ADR 0017d).
+  if (!options.previousManifest) checkPrevious(manifest.value);
   const previous = previousStateOf();
   if (previousManifest) result.previousManifest = previousManifest;
-  if (previousFile && diagnostics.some((d) => d.location?.file === previousFile.path)) sources.set(previousFile.path, previousFile.text);
+  if (previousFile && diagnostics.some((d) => d.location?.file === previousFile!.path)) sources.set(previousFile.path, previousFile.text);
+  // Checked: the previous text (as large as the manifest) is not kept to the end of the compile.
+  previousFile = undefined;
+  delete discovered.value.previousManifest;
   if (previous) {
     // Files that exist but could not be read, parsed or validated are in an unknown state, not gone.
     const accepted = new Set([...validated.value.contracts, ...validated.value.externals].map((l) => l.source.file.path));

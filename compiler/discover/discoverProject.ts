@@ -38,14 +38,16 @@ export interface DiscoveredProject {
   contracts: SourceFile[];
   configs: SourceFile[];
   /** The file of the previous state (the manifest in `outDir` or at a Git ref), when there is one. */
-  previousManifest?: SourceFile;
+  previousManifest?: Pick<SourceFile, "path" | "text">;
   /**
    * The previous state, parsed and checked against its schema when first called (then memoised):
    * the manifest when the file is a valid one (the diff compares with it), else undefined with
-   * CA1101 (a warning with `force`). Present whenever `previousManifest` is. Deferred so that a
-   * compile whose new manifest has the very same text never parses it (ADR 0017).
+   * CA1101 (a warning with `force`). Present whenever `previousManifest` is. Deferred so that,
+   * given the manifest this compile built, the records whose text did not change are taken from
+   * it rather than parsed, and a manifest of the very same text is not parsed at all
+   * (`parseManifestAgainst`; ADR 0017, 0017d).
    */
-  checkPrevious?: () => StageResult<Manifest | undefined>;
+  checkPrevious?: (current?: { manifest: Manifest; text: string }) => StageResult<Manifest | undefined>;
   /** True when the output folder's previous state was asked for and there is no manifest at all (a first compile). */
   firstCompile?: boolean;
 }
@@ -210,13 +212,16 @@ function discoverPreviousState(layout: ProjectLayout, options: DiscoverOptions, 
   }
   const out: Pick<DiscoveredProject, "checkPrevious" | "previousManifest" | "firstCompile"> = {};
   if (file) {
-    const previousFile = file;
+    // The text only: the bytes of a manifest of hundreds of MB are not kept beside it.
+    let previousFile: Pick<SourceFile, "path" | "text"> | undefined = { path: file.path, text: file.text };
     out.previousManifest = previousFile;
     let checked: StageResult<Manifest | undefined> | undefined;
-    out.checkPrevious = () => {
+    out.checkPrevious = (current) => {
       if (!checked) {
-        const read = readPreviousManifest(previousFile, options.force ?? false);
+        const read = readPreviousManifest(previousFile!, options.force ?? false, current);
         checked = { value: read.manifest, diagnostics: forced(read.diagnostics, options) };
+        // Checked once: the text is the caller's to keep (for an excerpt) or to let go.
+        previousFile = undefined;
       }
       return checked;
     };

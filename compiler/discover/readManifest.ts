@@ -62,6 +62,104 @@ export function parseManifest(text: string): { manifest: Manifest; problem?: und
   return { problem: `not a contract-assets manifest: ${checked.problem}`, offset: offsetOfPointer(text, checked.pointer) };
 }
 
+/** The top-level arrays whose records a manifest read against the current one takes over when their text is unchanged. */
+const RECORD_ARRAYS = ["assets", "dags"] as const;
+
+/**
+ * The records of the top-level array `key` in a manifest text laid out as `canonicalJson` writes
+ * it (two-space indentation, so each record spans from a line `    {` to a line `    }`; a string
+ * never holds a raw line break, so every line is structure). Returns the records' texts and
+ * offsets, or undefined when the text is not laid out that way (the caller then parses it whole).
+ */
+function recordsOf(text: string, key: string): Array<{ start: number; end: number }> | undefined {
+  const opening = `\n  ${JSON.stringify(key)}: [`;
+  const at = text.indexOf(opening);
+  if (at === -1) return undefined;
+  let position = at + opening.length;
+  if (text.startsWith("]", position)) return [];
+  const records: Array<{ start: number; end: number }> = [];
+  for (;;) {
+    if (!text.startsWith("\n    {", position)) return undefined;
+    const start = position + 5;
+    const close = text.indexOf("\n    }", start);
+    if (close === -1) return undefined;
+    const end = close + 6;
+    records.push({ start, end });
+    if (text.startsWith(",", end)) position = end + 1;
+    else if (text.startsWith("\n  ]", end)) return records;
+    else return undefined;
+  }
+}
+
+/**
+ * A previous manifest read against the current one (the diff's previous state): each `assets[]`
+ * or `dags[]` record whose text is the current manifest's record of the same text is taken from
+ * `current` (equal text, equal value), and only the other records, and what lies between the
+ * records, are parsed and checked against the schema. The result is the same as {@link
+ * parseManifest}'s, which it falls back to for a text laid out otherwise and to report a fault
+ * (so a damaged file is refused with the same reason and offset). An unchanged project's previous
+ * state is then no second copy of the manifest, and a diff of a few edited contracts parses a few
+ * records (ADR 0017d).
+ */
+export function parseManifestAgainst(text: string, current: { manifest: Manifest; text: string }): ReturnType<typeof parseManifest> {
+  if (text === current.text) return { manifest: current.manifest };
+  const taken = new Map<string, unknown>();
+  const previousRecords = new Map<string, Array<{ start: number; end: number }>>();
+  for (const key of RECORD_ARRAYS) {
+    const ours = recordsOf(current.text, key);
+    const theirs = recordsOf(text, key);
+    const values = current.manifest[key] as unknown[];
+    if (!ours || !theirs || ours.length !== values.length) return parseManifest(text);
+    ours.forEach((r, i) => taken.set(current.text.slice(r.start, r.end), values[i]));
+    previousRecords.set(key, theirs);
+  }
+  // The text outside the records, each record standing as 0: its syntax and every other field.
+  const spans = RECORD_ARRAYS.flatMap((key) => previousRecords.get(key)!.map((r) => ({ key, ...r }))).sort((a, b) => a.start - b.start);
+  const outside: string[] = [];
+  let from = 0;
+  for (const span of spans) {
+    outside.push(text.slice(from, span.start), "0");
+    from = span.end;
+  }
+  outside.push(text.slice(from));
+  let skeleton: unknown;
+  try {
+    skeleton = JSON.parse(outside.join(""));
+  } catch {
+    return parseManifest(text);
+  }
+  if (skeleton === null || typeof skeleton !== "object" || Array.isArray(skeleton)) return parseManifest(text);
+  const value = skeleton as Record<string, unknown>;
+  if (value.manifestVersion !== MANIFEST_VERSION) return parseManifest(text);
+  const view: Record<string, unknown> = { ...value };
+  for (const key of RECORD_ARRAYS) {
+    const records = previousRecords.get(key)!;
+    const out: unknown[] = [];
+    const parsed: unknown[] = [];
+    for (const r of records) {
+      const record = text.slice(r.start, r.end);
+      if (taken.has(record)) {
+        out.push(taken.get(record));
+        continue;
+      }
+      let fresh: unknown;
+      try {
+        fresh = JSON.parse(record);
+      } catch {
+        return parseManifest(text);
+      }
+      out.push(fresh);
+      parsed.push(fresh);
+    }
+    if (!Array.isArray(value[key]) || (value[key] as unknown[]).length !== out.length) return parseManifest(text);
+    value[key] = out;
+    // The records taken over are the current manifest's, which this compiler built valid.
+    view[key] = parsed;
+  }
+  if (!checkManifest(view).manifest) return parseManifest(text);
+  return { manifest: value as unknown as Manifest };
+}
+
 /** 1-based line and column (UTF-16 code units, as every diagnostic counts) of an offset. */
 function locationAt(file: string, text: string, offset: number): SourceLocation {
   let line = 1;
@@ -78,11 +176,17 @@ function locationAt(file: string, text: string, offset: number): SourceLocation 
  * committed at a Git ref), or CA1101 at the line and column of the fault when it is damaged (not
  * JSON, a foreign `manifestVersion`, not valid against the manifest schema). A damaged previous
  * manifest is never read as empty: that would report every asset as added and let a breaking
- * change through. With `force` (`compile --force`) CA1101 is a warning and the compile goes on
- * without a previous state, so `write` replaces the file.
+ * change through. With `current` (the manifest this compile built, and its text) the records that
+ * did not change are taken from it rather than parsed ({@link parseManifestAgainst}). With `force`
+ * (`compile --force`) CA1101 is a warning and the compile goes on without a previous state, so
+ * `write` replaces the file.
  */
-export function readPreviousManifest(file: { path: string; text: string }, force: boolean): { manifest?: Manifest; diagnostics: Diagnostic[] } {
-  const parsed = parseManifest(file.text);
+export function readPreviousManifest(
+  file: { path: string; text: string },
+  force: boolean,
+  current?: { manifest: Manifest; text: string },
+): { manifest?: Manifest; diagnostics: Diagnostic[] } {
+  const parsed = current ? parseManifestAgainst(file.text, current) : parseManifest(file.text);
   if (parsed.manifest) return { manifest: parsed.manifest, diagnostics: [] };
   const hint = force
     ? "--force: the compile goes on without a previous state and rewrites it"

@@ -61,17 +61,57 @@ function readIfExists(absolute: string): string | undefined {
   }
 }
 
+/** Characters of a text encoded at a time when a large file is compared or written (bounds the bytes held). */
+const CHUNK_CHARS = 1 << 20;
+
+/**
+ * `text` as consecutive UTF-8 chunks of about {@link CHUNK_CHARS} characters (never splitting a
+ * surrogate pair), so a file of hundreds of MB is compared or written holding one chunk's bytes,
+ * not the whole text's.
+ */
+function* utf8Chunks(text: string): Generator<Buffer> {
+  for (let start = 0; start < text.length; ) {
+    let end = Math.min(start + CHUNK_CHARS, text.length);
+    const last = text.charCodeAt(end - 1);
+    if (end < text.length && last >= 0xd800 && last <= 0xdbff) end--;
+    yield Buffer.from(text.slice(start, end), "utf8");
+    start = end;
+  }
+}
+
 /**
  * Whether the file holds exactly the UTF-8 bytes of `text`: false when it is missing, is not a
- * file or has another size (then it is not read).
+ * file or has another size (then it is not read). Read and compared chunk by chunk.
  */
 function holds(absolute: string, text: string): boolean {
+  let fd: number | undefined;
   try {
     const stat = fs.statSync(absolute, { throwIfNoEntry: false });
     if (!stat?.isFile() || stat.size !== Buffer.byteLength(text, "utf8")) return false;
-    return fs.readFileSync(absolute).equals(Buffer.from(text, "utf8"));
+    fd = fs.openSync(absolute, "r");
+    let position = 0;
+    for (const chunk of utf8Chunks(text)) {
+      const read = Buffer.allocUnsafe(chunk.length);
+      if (fs.readSync(fd, read, 0, chunk.length, position) !== chunk.length || !read.equals(chunk)) return false;
+      position += chunk.length;
+    }
+    return true;
   } catch {
     return false;
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
+  }
+}
+
+/** Writes `text` as UTF-8, chunk by chunk (see {@link utf8Chunks}). */
+function writeText(absolute: string, text: string): void {
+  const fd = fs.openSync(absolute, "w");
+  try {
+    for (const chunk of utf8Chunks(text)) {
+      for (let done = 0; done < chunk.length; ) done += fs.writeSync(fd, chunk, done, chunk.length - done);
+    }
+  } finally {
+    fs.closeSync(fd);
   }
 }
 
@@ -203,7 +243,7 @@ export function writeOutputs(layout: ProjectLayout, files: FileMap, options: { c
         readyFolders.add(folder);
       }
       const temp = target + suffix;
-      fs.writeFileSync(temp, files.get(relative)!, "utf8");
+      writeText(temp, files.get(relative)!);
       staged.push({ temp, target });
     }
   } catch (error) {
