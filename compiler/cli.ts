@@ -1,5 +1,5 @@
 import path from "node:path";
-import { Command, Option } from "commander";
+import { Command, InvalidArgumentError, Option } from "commander";
 import type { AirflowCommandOptions } from "./report/airflowCommand.js";
 import type { GraphFormat } from "./report/describeGraph.js";
 import { isFolder } from "./discover/discoverProject.js";
@@ -72,6 +72,13 @@ interface CompileFlags extends CommonOptions {
   diff?: boolean;
   against?: string;
   force?: boolean;
+  workers?: number;
+}
+
+/** `--workers N`: a whole number from 0 (parse in the main thread) to 64. */
+function parseWorkers(value: string): number {
+  if (!/^\d+$/.test(value) || Number(value) > 64) throw new InvalidArgumentError("give a whole number from 0 to 64.");
+  return Number(value);
 }
 
 async function compileCommand(options: CompileFlags, mode: "compile" | "validate" | "diff", io: CliIo): Promise<number> {
@@ -86,6 +93,7 @@ async function compileCommand(options: CompileFlags, mode: "compile" | "validate
     ...(wantsDiff ? { diff: true } : {}),
     ...(options.against !== undefined ? { against: options.against } : {}),
     ...(options.force ? { force: true } : {}),
+    ...(options.workers !== undefined ? { workers: options.workers } : {}),
     // validate and diff print no file: nothing is rendered (render reports nothing).
     ...(mode === "compile" ? { write: options.check ? ("check" as const) : ("write" as const) } : { render: false }),
   });
@@ -280,6 +288,7 @@ export function buildProgram(io: CliIo = PROCESS_IO): Command {
   const root = new Option("--root <dir>", "project root (default: the current directory)");
   const debug = new Option("--debug", "show the stack trace of an internal error");
   const format = new Option("--format <format>", "diagnostics format").choices(["text", "json", "github"]).default("text");
+  const workers = new Option("--workers <n>", "threads beside the main one that parse the YAML files (default: one less than the machine's, none for a small project; 0: none)").argParser(parseWorkers);
 
   program
     .command("init")
@@ -297,6 +306,7 @@ export function buildProgram(io: CliIo = PROCESS_IO): Command {
     .option("--diff", "also report what changed against the manifest in generated/ (or --against)")
     .option("--against <ref>", "with --diff: compare with the manifest committed at this Git ref")
     .option("--force", "regenerate a damaged generated/manifest.json (CA1101 becomes a warning; nothing is checked against it)")
+    .addOption(workers)
     .addOption(format)
     .addOption(root)
     .addOption(debug)
@@ -306,6 +316,7 @@ export function buildProgram(io: CliIo = PROCESS_IO): Command {
     .command("diff")
     .description("report added, removed, renamed and changed assets and broken consumers; write nothing")
     .option("--against <ref>", "compare with the manifest committed at this Git ref (default: generated/manifest.json)")
+    .addOption(workers)
     .addOption(format)
     .addOption(root)
     .addOption(debug)
@@ -314,6 +325,7 @@ export function buildProgram(io: CliIo = PROCESS_IO): Command {
   program
     .command("validate")
     .description("check every contract and the orchestration config; write nothing")
+    .addOption(workers)
     .addOption(format)
     .addOption(root)
     .addOption(debug)

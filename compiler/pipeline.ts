@@ -9,7 +9,7 @@ import { buildManifest, type Manifest } from "./manifest/buildManifest.js";
 import { MANIFEST_VERSION } from "./model/manifest.js";
 import { isOdcsDocument } from "./model/odcs.js";
 import { referencedPaths } from "./model/references.js";
-import { parseContracts, parseDocument } from "./parse/parseContracts.js";
+import { parseContracts, parseDocument, type ParsedDocument } from "./parse/parseContracts.js";
 import { planDags } from "./plan/planDags.js";
 import { planFreshnessMonitor } from "./plan/planFreshnessMonitor.js";
 import { renderContractYaml } from "./render/renderContractYaml.js";
@@ -20,7 +20,7 @@ import { packageNameOf, scaffoldFiles } from "./report/initCommand.js";
 import { suggest } from "./support/suggest.js";
 import type { RenameCandidate } from "./support/renames.js";
 import { readOdcsContract } from "./validate/readOdcs.js";
-import { validateDocuments } from "./validate/validateDocuments.js";
+import { validateDocument, validateDocuments, type DocumentVerdict } from "./validate/validateDocuments.js";
 import { writeNewFiles } from "./write/writeNewFiles.js";
 import { writeOutputs, type WriteReport, type WriteScope } from "./write/writeOutputs.js";
 import { COMPILER_NAME, COMPILER_VERSION } from "./version.js";
@@ -67,6 +67,8 @@ export interface CompileOptions {
    * nothing, so the diagnostics are those of a compile; only `write` needs the rendered files.
    */
   render?: boolean;
+  /** Worker threads that parse the YAML files beside the calling one (`--workers`); default `defaultWorkerCount`. The output is the same for any number. */
+  workers?: number;
 }
 
 /** A manifest with nothing in it: the previous state of a first compile asked for a diff. */
@@ -99,8 +101,14 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
   diagnostics.push(...discovered.diagnostics);
   for (const f of [...discovered.value.contracts, ...discovered.value.configs]) sources.set(f.path, f.text);
 
-  const contracts = parseContracts(discovered.value.contracts);
-  const configs = parseContracts(discovered.value.configs);
+  // Each document is validated as soon as its parse arrives, while worker threads parse the rest.
+  const verdicts = new Map<ParsedDocument, DocumentVerdict>();
+  const parseOptions = (config: boolean) => ({
+    ...(options.workers !== undefined ? { workers: options.workers } : {}),
+    onDocument: (d: ParsedDocument) => verdicts.set(d, validateDocument(d, config)),
+  });
+  const contracts = parseContracts(discovered.value.contracts, parseOptions(false));
+  const configs = parseContracts(discovered.value.configs, parseOptions(true));
   diagnostics.push(...contracts.diagnostics, ...configs.diagnostics);
 
   // The files the documents name (SQL producers, dbt manifests) are read now, before any stage
@@ -112,7 +120,7 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
   const dbtManifests = readReferencedFiles(layout.root, pathsOf("dbtManifest"), MAX_MANIFEST_BYTES);
   diagnostics.push(...producerFiles.diagnostics, ...dbtManifests.diagnostics);
   for (const [p, text] of dbtManifests.value) producerFiles.value.set(p, text);
-  const validated = validateDocuments(contracts.value, configs.value);
+  const validated = validateDocuments(contracts.value, configs.value, verdicts);
   diagnostics.push(...validated.diagnostics);
 
   // The previous state is parsed and checked only when a stage first needs it (`checkPrevious`,

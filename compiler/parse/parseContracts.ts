@@ -2,6 +2,7 @@ import YAML, { isAlias, isMap, isPair, isScalar, isSeq, LineCounter, type Docume
 import { createDiagnostic, Diagnostics } from "../diagnostics/catalogue.js";
 import type { Diagnostic, SourceLocation, StageResult } from "../diagnostics/diagnostic.js";
 import type { SourceFile } from "../discover/discoverProject.js";
+import { defaultWorkerCount, parseAll } from "./parallelParse.js";
 
 /** Aliases a document may expand before it is rejected as an expansion bomb (CA2005). */
 export const MAX_ALIAS_COUNT = 100;
@@ -232,6 +233,31 @@ function makeLocator(
 }
 
 /**
+ * What parsing one file yields, as plain data: it survives a structured clone (a worker thread's
+ * message, `v8.serialize`), so the parse can run in another thread or come from a cache, and
+ * {@link toParsedDocument} rebuilds the {@link ParsedDocument} from it. Positions are UTF-16 offsets
+ * into the file's text, as the YAML library reports them.
+ */
+export interface ParsedData {
+  /** The parse stage's findings for the file, in the order found. */
+  diagnostics: Diagnostic[];
+  /** Absent when the file is unusable (an error above says why). */
+  document?: {
+    /** The plain JSON value of the document. */
+    value: unknown;
+    /** The locator's index of the root mapping (see {@link IndexNode}) and its range table. */
+    root: IndexNode | undefined;
+    ranges: Int32Array;
+    /** Start and end offset of the root mapping. */
+    rootRange: [number, number] | undefined;
+    /** Offset of each line's first character (the YAML library's `LineCounter.lineStarts`). */
+    lineStarts: number[];
+    /** `[line:column of the node, source text]` of each number not written as it prints. */
+    written: Array<[string, string]>;
+  };
+}
+
+/**
  * Parses one file as a single YAML 1.2 document (core schema), keeping positions.
  *
  * Diagnostics: CA2001 syntax (tabs, bad indentation, …), CA2002 duplicate keys, CA2003 several
@@ -239,6 +265,27 @@ function makeLocator(
  * CA2010/CA2011 values JSON cannot carry exactly. Returns undefined when the file is unusable.
  */
 export function parseDocument(file: SourceFile): StageResult<ParsedDocument | undefined> {
+  return toParsedDocument(file, parseData(file));
+}
+
+/** The document of {@link ParsedData}, rebuilt for `file` (the file that was parsed); its diagnostics as they are. */
+export function toParsedDocument(file: SourceFile, data: ParsedData): StageResult<ParsedDocument | undefined> {
+  const d = data.document;
+  if (!d) return { value: undefined, diagnostics: data.diagnostics };
+  const lines = new LineCounter();
+  lines.lineStarts = d.lineStarts;
+  const locate = makeLocator(d.root, d.ranges, d.rootRange, file.path, lines);
+  const written = new Map(d.written);
+  const numberAsWritten = (path: NodePath): string | undefined => {
+    if (written.size === 0) return undefined;
+    const at = locate(path);
+    return written.get(`${at.line}:${at.column}`);
+  };
+  return { value: { file, value: d.value, locate, numberAsWritten }, diagnostics: data.diagnostics };
+}
+
+/** {@link parseDocument}'s work, kept as plain data (see {@link ParsedData}). */
+export function parseData(file: Pick<SourceFile, "path" | "text">): ParsedData {
   const diagnostics: Diagnostic[] = [];
   const lines = new LineCounter();
   const docs = YAML.parseAllDocuments(file.text, { ...YAML_OPTIONS, lineCounter: lines });
@@ -246,7 +293,7 @@ export function parseDocument(file: SourceFile): StageResult<ParsedDocument | un
   if (!Array.isArray(docs) || docs.length === 0) {
     // An empty stream: nothing but comments, directives or whitespace.
     diagnostics.push(createDiagnostic(Diagnostics.EmptyDocument, {}, first));
-    return { value: undefined, diagnostics };
+    return { diagnostics };
   }
   const positionOf = (offset: number): SourceLocation => {
     const p = lines.linePos(offset);
@@ -276,7 +323,7 @@ export function parseDocument(file: SourceFile): StageResult<ParsedDocument | un
       diagnostics.push(createDiagnostic(Diagnostics.YamlSyntax, { detail }, location, hint ? { hint } : {}));
     }
   }
-  if (docs.length > 1 || doc.errors.length > 0) return { value: undefined, diagnostics };
+  if (docs.length > 1 || doc.errors.length > 0) return { diagnostics };
   for (const warning of doc.warnings) {
     // An unknown tag is refused as CA2014 below, at its node.
     if (warning.code === "TAG_RESOLVE_FAILED") continue;
@@ -284,7 +331,7 @@ export function parseDocument(file: SourceFile): StageResult<ParsedDocument | un
   }
   if (doc.contents === null || (isScalar(doc.contents) && doc.contents.value === null && doc.contents.range?.[0] === doc.contents.range?.[1])) {
     diagnostics.push(createDiagnostic(Diagnostics.EmptyDocument, {}, first));
-    return { value: undefined, diagnostics };
+    return { diagnostics };
   }
   let value: unknown;
   try {
@@ -304,27 +351,21 @@ export function parseDocument(file: SourceFile): StageResult<ParsedDocument | un
         }),
       );
     }
-    return { value: undefined, diagnostics };
+    return { diagnostics };
   }
   if (!isMap(doc.contents)) {
     const locate = makeLocator(undefined, new Int32Array(0), (doc.contents as Node | null)?.range ?? undefined, file.path, lines);
     diagnostics.push(createDiagnostic(Diagnostics.NotAMapping, { found: nodeLabel(doc.contents) }, locate([])));
-    return { value: undefined, diagnostics };
+    return { diagnostics };
   }
-  // The locator keeps the index, never the node tree (so the tree is garbage once this returns).
+  // The index, never the node tree, is kept (so the tree is garbage once this returns).
   const { root, ranges, nonJson: bad, reprinted } = indexDocument(doc);
-  const locate = makeLocator(root, ranges, doc.contents.range ?? undefined, file.path, lines);
   // Numbers whose source text is not their printed value, by where their node starts.
-  const written = new Map<string, string>();
+  const written: Array<[string, string]> = [];
   for (const scalar of reprinted) {
     const start = positionOf(scalar.range?.[0] ?? 0);
-    written.set(`${start.line}:${start.column}`, String(scalar.source));
+    written.push([`${start.line}:${start.column}`, String(scalar.source)]);
   }
-  const numberAsWritten = (path: NodePath): string | undefined => {
-    if (written.size === 0) return undefined;
-    const at = locate(path);
-    return written.get(`${at.line}:${at.column}`);
-  };
   for (const b of bad) {
     const at = positionOf(b.node.range?.[0] ?? 0);
     const end = positionOf(b.node.range?.[1] ?? 0);
@@ -341,8 +382,9 @@ export function parseDocument(file: SourceFile): StageResult<ParsedDocument | un
             : createDiagnostic(Diagnostics.NonJsonValue, { value: shown }, at),
     );
   }
-  if (bad.length > 0) return { value: undefined, diagnostics };
-  return { value: { file, value, locate, numberAsWritten }, diagnostics };
+  if (bad.length > 0) return { diagnostics };
+  const rootRange = doc.contents.range ? ([doc.contents.range[0], doc.contents.range[1]] as [number, number]) : undefined;
+  return { diagnostics, document: { value, root, ranges, rootRange, lineStarts: lines.lineStarts, written } };
 }
 
 function at1(file: string): SourceLocation {
@@ -351,13 +393,26 @@ function at1(file: string): SourceLocation {
 
 /**
  * The parse stage over many files: each file parsed on its own, so one broken file never hides the
- * problems of another. Output keeps the input order (already sorted by discover).
+ * problems of another. Output keeps the input order (already sorted by discover), whatever the
+ * number of worker threads (`workers`; default {@link defaultWorkerCount}: none for a small
+ * project). `onDocument` sees each usable document as soon as it is parsed, in no particular order
+ * (the pipeline validates documents while the workers parse the rest).
  */
-export function parseContracts(files: readonly SourceFile[]): StageResult<ParsedDocument[]> {
+export function parseContracts(
+  files: readonly SourceFile[],
+  options: { workers?: number; onDocument?: (document: ParsedDocument) => void } = {},
+): StageResult<ParsedDocument[]> {
+  const documents = new Array<StageResult<ParsedDocument | undefined>>(files.length);
+  parseAll(files, options.workers ?? defaultWorkerCount(files), {
+    onResult: (i, data) => {
+      const result = toParsedDocument(files[i]!, data);
+      documents[i] = result;
+      if (result.value) options.onDocument?.(result.value);
+    },
+  });
   const diagnostics: Diagnostic[] = [];
   const value: ParsedDocument[] = [];
-  for (const file of files) {
-    const result = parseDocument(file);
+  for (const result of documents) {
     diagnostics.push(...result.diagnostics);
     if (result.value) value.push(result.value);
   }

@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
 let cached: string | undefined;
 
@@ -46,4 +46,14 @@ export function listPackageFiles(relative: string): string[] {
   walk("");
   // Sort for determinism (code units, never the locale).
   return out.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
+/**
+ * The `file:` URL of one of the compiler's own files, by POSIX path relative to the package root,
+ * when it exists (the compiled parse worker, `dist/compiler/parse/parseWorker.js`, which a test run
+ * from the TypeScript sources finds too once `npm run build` has run).
+ */
+export function packageFileUrl(relative: string): URL | undefined {
+  const file = path.join(packageRoot(), ...relative.split("/"));
+  return fs.existsSync(file) ? pathToFileURL(file) : undefined;
 }

@@ -97,55 +97,84 @@ function checkDocument(parsed: ParsedDocument, allowed: readonly string[], diagn
   return kind as SchemaKind;
 }
 
+/** What validating one document found: its diagnostics, and what the stage's output takes of it. */
+export interface DocumentVerdict {
+  diagnostics: Diagnostic[];
+  /** The document, when it passed (its schema and every rule without an error). */
+  accepted?: { kind: "contract" | "external" | "config"; located: Located<AnyDocument> };
+  /** When it failed: the asset names and contract id read from it best-effort, and whether it was a config. */
+  failed?: { names: string[]; id: string | undefined; config: boolean };
+}
+
 /**
- * The validate stage: every document against its kind's JSON Schema (compiler/schemas/v1), then the
- * per-document semantic rules of validate/rules. A document that fails its schema skips the rules
- * (they assume its shape) and is left out of the output.
+ * One document of the validate stage: its JSON Schema (compiler/schemas/v1), then the per-document
+ * semantic rules of validate/rules. A document that fails its schema skips the rules (they assume
+ * its shape). `config` says the document is an orchestration config (else a contract). Depends on
+ * no other document, so documents can be validated in any order (as their parses arrive).
+ */
+export function validateDocument(written: ParsedDocument, config: boolean): DocumentVerdict {
+  const allowed = config ? CONFIG_KINDS : CONTRACT_KINDS;
+  const local: Diagnostic[] = [];
+  const verdict: DocumentVerdict = { diagnostics: local };
+  let parsed: ParsedDocument | undefined = written;
+  let names: string[] | undefined;
+  if (isOdcsDocument(written.value)) {
+    // An ODCS v3 document is read as a contract located in its own file (readOdcs.ts).
+    if (config) {
+      local.push(createDiagnostic(Diagnostics.MisplacedDocument, { kind: "DataContract", folder: "contracts/" }, written.locate(["kind"])));
+      parsed = undefined;
+    } else {
+      const reading = readOdcsContract(written);
+      local.push(...reading.diagnostics);
+      parsed = reading.value.document;
+      names = reading.value.names;
+    }
+  }
+  const kind = parsed ? checkDocument(parsed, allowed, local) : undefined;
+  if (kind !== undefined) {
+    const document = parsed!.value as AnyDocument;
+    for (const rule of DOCUMENT_RULES) rule.check(document, { source: parsed!, report: (d) => local.push(d) });
+    if (!local.some((d) => d.severity === "error")) {
+      const as = document.kind === "ExternalAssets" ? "external" : document.kind === "OrchestrationConfig" ? "config" : "contract";
+      verdict.accepted = { kind: as, located: { document, source: parsed! } };
+    }
+  }
+  if (local.some((d) => d.severity === "error")) {
+    const raw = written.value as Record<string, unknown>;
+    verdict.failed = { names: names ?? bestEffortNames(raw), id: typeof raw.id === "string" ? raw.id : undefined, config };
+  }
+  return verdict;
+}
+
+/**
+ * The validate stage: {@link validateDocument} of every document, folded in input order (contracts,
+ * then configs). A document that fails is left out of the output; its names are kept as unresolved.
  *
- * Input: parsed contract documents and parsed orchestration config documents.
+ * Input: parsed contract documents and parsed orchestration config documents, or the verdicts of
+ * documents already validated (`verdicts`, by position among `contracts`).
  * Diagnostics: CA2007, CA2008, CA2012, CA3xxx.
  */
 export function validateDocuments(
   contracts: readonly ParsedDocument[],
   configs: readonly ParsedDocument[],
+  verdicts: ReadonlyMap<ParsedDocument, DocumentVerdict> = new Map(),
 ): StageResult<ValidatedProject> {
   const diagnostics: Diagnostic[] = [];
   const value: ValidatedProject = { contracts: [], externals: [], configs: [], unresolvedNames: new Set(), unresolvedIds: new Set(), configBroken: false };
-  const run = (written: ParsedDocument, allowed: readonly string[]): void => {
-    const local: Diagnostic[] = [];
-    let parsed: ParsedDocument | undefined = written;
-    let names: string[] | undefined;
-    if (isOdcsDocument(written.value)) {
-      // An ODCS v3 document is read as a contract located in its own file (readOdcs.ts).
-      if (allowed === CONFIG_KINDS) {
-        local.push(createDiagnostic(Diagnostics.MisplacedDocument, { kind: "DataContract", folder: "contracts/" }, written.locate(["kind"])));
-        parsed = undefined;
-      } else {
-        const reading = readOdcsContract(written);
-        local.push(...reading.diagnostics);
-        parsed = reading.value.document;
-        names = reading.value.names;
-      }
+  const fold = (verdict: DocumentVerdict): void => {
+    const a = verdict.accepted;
+    if (a?.kind === "external") value.externals.push(a.located as Located<ExternalAssetsDocument>);
+    else if (a?.kind === "config") value.configs.push(a.located as Located<OrchestrationConfigDocument>);
+    else if (a) value.contracts.push(a.located as Located<Contract>);
+    const f = verdict.failed;
+    if (f) {
+      for (const name of f.names) value.unresolvedNames.add(name);
+      if (f.id !== undefined) value.unresolvedIds.add(f.id);
+      if (f.config) value.configBroken = true;
     }
-    const kind = parsed ? checkDocument(parsed, allowed, local) : undefined;
-    if (kind !== undefined) {
-      const document = parsed!.value as AnyDocument;
-      for (const rule of DOCUMENT_RULES) rule.check(document, { source: parsed!, report: (d) => local.push(d) });
-      if (!local.some((d) => d.severity === "error")) {
-        if (document.kind === "ExternalAssets") value.externals.push({ document, source: parsed! });
-        else if (document.kind === "OrchestrationConfig") value.configs.push({ document, source: parsed! });
-        else value.contracts.push({ document, source: parsed! });
-      }
-    }
-    if (local.some((d) => d.severity === "error")) {
-      const raw = written.value as Record<string, unknown>;
-      for (const name of names ?? bestEffortNames(raw)) value.unresolvedNames.add(name);
-      if (typeof raw.id === "string") value.unresolvedIds.add(raw.id);
-      if (allowed === CONFIG_KINDS) value.configBroken = true;
-    }
-    diagnostics.push(...local);
+    diagnostics.push(...verdict.diagnostics);
   };
-  for (const parsed of contracts) run(parsed, CONTRACT_KINDS);
-  for (const parsed of configs) run(parsed, CONFIG_KINDS);
+  for (const parsed of contracts) fold(verdicts.get(parsed) ?? validateDocument(parsed, false));
+  for (const parsed of configs) fold(verdicts.get(parsed) ?? validateDocument(parsed, true));
   return { value, diagnostics };
 }
