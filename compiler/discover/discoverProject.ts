@@ -7,6 +7,7 @@ import type { Diagnostic, StageResult } from "../diagnostics/diagnostic.js";
 import type { Manifest } from "../model/manifest.js";
 import { compareStrings } from "../support/compare.js";
 import { relativePosix, staysInside, toPosix } from "../support/paths.js";
+import { utf8Chunks } from "../support/utf8.js";
 import { readPreviousManifest } from "./readManifest.js";
 
 /** Largest contract or config file read, in bytes; a larger one is CA1002 (guards memory and time). */
@@ -126,6 +127,32 @@ export function readSourceFile(root: string, relative: string, diagnostics: Diag
 }
 
 /**
+ * Whether the file holds exactly the UTF-8 bytes of `text`: false when it is missing, is not a
+ * file or has another size (then it is not read). Read and compared chunk by chunk, so a file of
+ * hundreds of MB is compared holding a few MB (the write stage's comparison, and the previous
+ * manifest's when it may be the new one).
+ */
+export function fileHoldsText(absolute: string, text: string): boolean {
+  let fd: number | undefined;
+  try {
+    const stat = fs.statSync(absolute, { throwIfNoEntry: false });
+    if (!stat?.isFile() || stat.size !== Buffer.byteLength(text, "utf8")) return false;
+    fd = fs.openSync(absolute, "r");
+    let position = 0;
+    for (const chunk of utf8Chunks(text)) {
+      const read = Buffer.allocUnsafe(chunk.length);
+      if (fs.readSync(fd, read, 0, chunk.length, position) !== chunk.length || !read.equals(chunk)) return false;
+      position += chunk.length;
+    }
+    return true;
+  } catch {
+    return false;
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
+  }
+}
+
+/**
  * YAML files under a folder, sorted by path. Symbolic links are resolved: a link to a file inside
  * the project is read, a loop or a link leaving the project is CA1004, and linked folders are not
  * walked (so a loop can never hang discovery).
@@ -201,10 +228,13 @@ function discoverPreviousState(layout: ProjectLayout, options: DiscoverOptions, 
   // The file of the previous state, read when first checked: the output folder's is read then
   // (after the manifest stage), so its text is not held while the new manifest's is built.
   let readFile: (() => { file?: Pick<SourceFile, "path" | "text">; diagnostics: Diagnostic[] }) | undefined;
+  // Whether the file holds exactly a text, compared on the disk chunk by chunk (the output folder's).
+  let holds: ((text: string) => boolean) | undefined;
   const textOnly = (file: SourceFile | undefined): Pick<SourceFile, "path" | "text"> | undefined => (file ? { path: file.path, text: file.text } : undefined);
   if (previous === "output") {
     const manifestPath = toPosix(path.join(layout.outDir, "manifest.json"));
     if (!fs.existsSync(path.join(layout.root, manifestPath))) return { firstCompile: true };
+    holds = (text) => fileHoldsText(path.join(layout.root, manifestPath), text);
     readFile = () => {
       const problems: Diagnostic[] = [];
       const file = textOnly(readSourceFile(layout.root, manifestPath, problems, MAX_MANIFEST_BYTES));
@@ -227,6 +257,12 @@ function discoverPreviousState(layout: ProjectLayout, options: DiscoverOptions, 
     let checked: PreviousState | undefined;
     out.checkPrevious = (current) => {
       if (checked) return checked;
+      // The bytes of the new manifest: the same state, and its text is never read (ADR 0017d).
+      if (current && holds?.(current.text)) {
+        readFile = undefined;
+        checked = { value: current.manifest, diagnostics: [] };
+        return checked;
+      }
       const read = readFile!();
       readFile = undefined;
       const manifest = read.file ? readPreviousManifest(read.file, options.force ?? false, current) : { diagnostics: [] };

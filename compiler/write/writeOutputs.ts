@@ -4,9 +4,10 @@ import path from "node:path";
 import fg from "fast-glob";
 import { createDiagnostic, Diagnostics } from "../diagnostics/catalogue.js";
 import type { Diagnostic, StageResult } from "../diagnostics/diagnostic.js";
-import type { ProjectLayout } from "../discover/discoverProject.js";
+import { fileHoldsText, type ProjectLayout } from "../discover/discoverProject.js";
 import { GENERATED_HEADER_PREFIX, type FileMap } from "../render/renderModules.js";
 import { compareStrings } from "../support/compare.js";
+import { utf8Chunks } from "../support/utf8.js";
 
 /** What writing (or checking) did, by project-relative path, each list sorted. */
 export interface WriteReport {
@@ -61,49 +62,7 @@ function readIfExists(absolute: string): string | undefined {
   }
 }
 
-/** Characters of a text encoded at a time when a large file is compared or written (bounds the bytes held). */
-const CHUNK_CHARS = 1 << 20;
-
-/**
- * `text` as consecutive UTF-8 chunks of about {@link CHUNK_CHARS} characters (never splitting a
- * surrogate pair), so a file of hundreds of MB is compared or written holding one chunk's bytes,
- * not the whole text's.
- */
-function* utf8Chunks(text: string): Generator<Buffer> {
-  for (let start = 0; start < text.length; ) {
-    let end = Math.min(start + CHUNK_CHARS, text.length);
-    const last = text.charCodeAt(end - 1);
-    if (end < text.length && last >= 0xd800 && last <= 0xdbff) end--;
-    yield Buffer.from(text.slice(start, end), "utf8");
-    start = end;
-  }
-}
-
-/**
- * Whether the file holds exactly the UTF-8 bytes of `text`: false when it is missing, is not a
- * file or has another size (then it is not read). Read and compared chunk by chunk.
- */
-function holds(absolute: string, text: string): boolean {
-  let fd: number | undefined;
-  try {
-    const stat = fs.statSync(absolute, { throwIfNoEntry: false });
-    if (!stat?.isFile() || stat.size !== Buffer.byteLength(text, "utf8")) return false;
-    fd = fs.openSync(absolute, "r");
-    let position = 0;
-    for (const chunk of utf8Chunks(text)) {
-      const read = Buffer.allocUnsafe(chunk.length);
-      if (fs.readSync(fd, read, 0, chunk.length, position) !== chunk.length || !read.equals(chunk)) return false;
-      position += chunk.length;
-    }
-    return true;
-  } catch {
-    return false;
-  } finally {
-    if (fd !== undefined) fs.closeSync(fd);
-  }
-}
-
-/** Writes `text` as UTF-8, chunk by chunk (see {@link utf8Chunks}). */
+/** Writes `text` as UTF-8, chunk by chunk (`utf8Chunks`), holding one chunk's bytes at a time. */
 function writeText(absolute: string, text: string): void {
   const fd = fs.openSync(absolute, "w");
   try {
@@ -119,7 +78,7 @@ function writeText(absolute: string, text: string): void {
 export function planWrite(layout: ProjectLayout, files: FileMap, scope: WriteScope = {}): WriteReport {
   const report: WriteReport = { written: [], deleted: [], unchanged: [], foreign: [] };
   for (const relative of [...files.keys()].sort(compareStrings)) {
-    (holds(path.join(layout.root, relative), files.get(relative)!) ? report.unchanged : report.written).push(relative);
+    (fileHoldsText(path.join(layout.root, relative), files.get(relative)!) ? report.unchanged : report.written).push(relative);
   }
   for (const relative of existingOutputs(layout, scope)) {
     if (files.has(relative)) continue;

@@ -1,0 +1,19 @@
+/** UTF-8 encoding of large texts a piece at a time. */
+
+/** Characters of a text encoded at a time when a large file is compared or written (bounds the bytes held). */
+export const CHUNK_CHARS = 1 << 20;
+
+/**
+ * `text` as consecutive UTF-8 chunks of about {@link CHUNK_CHARS} characters (never splitting a
+ * surrogate pair), so a file of hundreds of MB is compared or written holding one chunk's bytes,
+ * not the whole text's.
+ */
+export function* utf8Chunks(text: string): Generator<Buffer> {
+  for (let start = 0; start < text.length; ) {
+    let end = Math.min(start + CHUNK_CHARS, text.length);
+    const last = text.charCodeAt(end - 1);
+    if (end < text.length && last >= 0xd800 && last <= 0xdbff) end--;
+    yield Buffer.from(text.slice(start, end), "utf8");
+    start = end;
+  }
+}
