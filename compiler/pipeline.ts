@@ -145,10 +145,11 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
   // memoised): a manifest file with the very text of the new manifest is that manifest (ADR 0017).
   let previousChecked = false;
   let previousManifest: Manifest | undefined;
-  let previousFile = discovered.value.previousManifest;
+  let previousFile: { path: string; text: string } | undefined;
   const checkPrevious = (current?: { manifest: Manifest; text: string }): Manifest | undefined => {
     if (!previousChecked && discovered.value.checkPrevious) {
       const checked = discovered.value.checkPrevious(current);
+      previousFile = checked.file;
       diagnostics.push(...checked.diagnostics);
       previousManifest = checked.value;
     }
@@ -204,7 +205,6 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
   if (previousFile && diagnostics.some((d) => d.location?.file === previousFile!.path)) sources.set(previousFile.path, previousFile.text);
   // Checked: the previous text (as large as the manifest) is not kept to the end of the compile.
   previousFile = undefined;
-  delete discovered.value.previousManifest;
   if (previous) {
     // Files that exist but could not be read, parsed or validated are in an unknown state, not gone.
     const accepted = new Set([...validated.value.contracts, ...validated.value.externals].map((l) => l.source.file.path));

@@ -22,6 +22,9 @@ export interface SourceFile {
   text: string;
 }
 
+/** The previous state as `checkPrevious` found it, with the file read (its text for excerpts). */
+export type PreviousState = StageResult<Manifest | undefined> & { file?: Pick<SourceFile, "path" | "text"> };
+
 /** Where the project keeps its inputs and outputs, all relative to the root. */
 export interface ProjectLayout {
   /** Absolute root; never written into any output. */
@@ -37,17 +40,17 @@ export interface DiscoveredProject {
   contractPaths: string[];
   contracts: SourceFile[];
   configs: SourceFile[];
-  /** The file of the previous state (the manifest in `outDir` or at a Git ref), when there is one. */
-  previousManifest?: Pick<SourceFile, "path" | "text">;
   /**
-   * The previous state, parsed and checked against its schema when first called (then memoised):
-   * the manifest when the file is a valid one (the diff compares with it), else undefined with
-   * CA1101 (a warning with `force`). Present whenever `previousManifest` is. Deferred so that,
-   * given the manifest this compile built, the records whose text did not change are taken from
-   * it rather than parsed, and a manifest of the very same text is not parsed at all
+   * The previous state (the manifest in `outDir` or at a Git ref), read, parsed and checked against
+   * its schema when first called (then memoised): the manifest when the file is a valid one (the
+   * diff compares with it), else undefined with CA1101 (a warning with `force`), or with CA1002 or
+   * CA1005 when the output folder's file cannot be read as text. Present whenever there is such a
+   * file. Deferred so that the output folder's file is read only after the manifest stage, and,
+   * given the manifest this compile built, the records whose text did not change are taken from it
+   * rather than parsed, and a manifest of the very same text is not parsed at all
    * (`parseManifestAgainst`; ADR 0017, 0017d).
    */
-  checkPrevious?: (current?: { manifest: Manifest; text: string }) => StageResult<Manifest | undefined>;
+  checkPrevious?: (current?: { manifest: Manifest; text: string }) => PreviousState;
   /** True when the output folder's previous state was asked for and there is no manifest at all (a first compile). */
   firstCompile?: boolean;
 }
@@ -191,15 +194,22 @@ export interface DiscoverOptions {
  * The previous manifest, read and checked: CA1002/CA1005 when the file cannot be read as text,
  * CA7002 when a Git ref has none, CA1101 when it is damaged. Never an empty stand-in.
  */
-function discoverPreviousState(layout: ProjectLayout, options: DiscoverOptions, diagnostics: Diagnostic[]): Pick<DiscoveredProject, "checkPrevious" | "previousManifest" | "firstCompile"> {
+function discoverPreviousState(layout: ProjectLayout, options: DiscoverOptions, diagnostics: Diagnostic[]): Pick<DiscoveredProject, "checkPrevious" | "firstCompile"> {
   const previous = options.previous ?? "output";
   if (previous === "none") return {};
   const found: Diagnostic[] = [];
-  let file: SourceFile | undefined;
+  // The file of the previous state, read when first checked: the output folder's is read then
+  // (after the manifest stage), so its text is not held while the new manifest's is built.
+  let readFile: (() => { file?: Pick<SourceFile, "path" | "text">; diagnostics: Diagnostic[] }) | undefined;
+  const textOnly = (file: SourceFile | undefined): Pick<SourceFile, "path" | "text"> | undefined => (file ? { path: file.path, text: file.text } : undefined);
   if (previous === "output") {
     const manifestPath = toPosix(path.join(layout.outDir, "manifest.json"));
     if (!fs.existsSync(path.join(layout.root, manifestPath))) return { firstCompile: true };
-    file = readSourceFile(layout.root, manifestPath, found, MAX_MANIFEST_BYTES);
+    readFile = () => {
+      const problems: Diagnostic[] = [];
+      const file = textOnly(readSourceFile(layout.root, manifestPath, problems, MAX_MANIFEST_BYTES));
+      return { ...(file ? { file } : {}), diagnostics: problems };
+    };
   } else {
     const own = toPosix(path.join(layout.outDir, "manifest.json"));
     if (options.writes && fs.existsSync(path.join(layout.root, own))) {
@@ -207,23 +217,22 @@ function discoverPreviousState(layout: ProjectLayout, options: DiscoverOptions, 
       if (file) found.push(...readPreviousManifest(file, options.force ?? false).diagnostics);
     }
     const read = readManifestAtRef(layout, previous.ref);
-    if (read.file) file = read.file;
-    else found.push(createDiagnostic(Diagnostics.PreviousManifestUnreadable, { path: `${previous.ref}:${layout.outDir}/manifest.json`, detail: read.problem ?? "unknown" }, undefined));
+    if (read.file) {
+      const file = textOnly(read.file);
+      readFile = () => ({ file, diagnostics: [] });
+    } else found.push(createDiagnostic(Diagnostics.PreviousManifestUnreadable, { path: `${previous.ref}:${layout.outDir}/manifest.json`, detail: read.problem ?? "unknown" }, undefined));
   }
-  const out: Pick<DiscoveredProject, "checkPrevious" | "previousManifest" | "firstCompile"> = {};
-  if (file) {
-    // The text only: the bytes of a manifest of hundreds of MB are not kept beside it.
-    let previousFile: Pick<SourceFile, "path" | "text"> | undefined = { path: file.path, text: file.text };
-    out.previousManifest = previousFile;
-    let checked: StageResult<Manifest | undefined> | undefined;
+  const out: Pick<DiscoveredProject, "checkPrevious" | "firstCompile"> = {};
+  if (readFile) {
+    let checked: PreviousState | undefined;
     out.checkPrevious = (current) => {
-      if (!checked) {
-        const read = readPreviousManifest(previousFile!, options.force ?? false, current);
-        checked = { value: read.manifest, diagnostics: forced(read.diagnostics, options) };
-        // Checked once: the text is the caller's to keep (for an excerpt) or to let go.
-        previousFile = undefined;
-      }
-      return checked;
+      if (checked) return checked;
+      const read = readFile!();
+      readFile = undefined;
+      const manifest = read.file ? readPreviousManifest(read.file, options.force ?? false, current) : { diagnostics: [] };
+      checked = { value: manifest.manifest, diagnostics: forced([...read.diagnostics, ...manifest.diagnostics], options) };
+      // The text goes to the first caller only, to keep for an excerpt or to let go: not memoised.
+      return read.file ? { ...checked, file: read.file } : checked;
     };
   }
   diagnostics.push(...forced(found, options));

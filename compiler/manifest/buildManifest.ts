@@ -3,7 +3,7 @@ import type { AssetGraph } from "../graph/buildGraph.js";
 import type { LinkedProject } from "../link/linkProject.js";
 import type { DagPlan, FreshnessMonitorPlan, Manifest, ManifestAsset } from "../model/manifest.js";
 import { manifestQuality } from "../plan/planDags.js";
-import { canonicalJson } from "../support/canonical-json.js";
+import { canonicalJsonAscii } from "../support/canonical-json.js";
 import { compareStrings } from "../support/compare.js";
 import { normaliseUri } from "../support/uri.js";
 import { COMPILER_NAME, COMPILER_VERSION } from "../version.js";
@@ -59,5 +59,5 @@ export function buildManifest(
     dags,
     ...(freshnessMonitor ? { freshness_monitor: freshnessMonitor } : {}),
   };
-  return { value: { manifest, text: canonicalJson(manifest) }, diagnostics: [] };
+  return { value: { manifest, text: canonicalJsonAscii(manifest as unknown as Record<string, unknown>) }, diagnostics: [] };
 }

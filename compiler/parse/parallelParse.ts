@@ -20,7 +20,7 @@ import { parseData, type ParsedData } from "./parseContracts.js";
  */
 
 /** Below this many bytes of YAML a worker costs more than it saves (its start is about 60 ms). */
-export const MIN_PARALLEL_BYTES = 4 * 1024 * 1024;
+export const MIN_PARALLEL_BYTES = 2 * 1024 * 1024;
 
 /** Below this many files a share is not worth a worker. */
 const MIN_FILES_PER_WORKER = 64;

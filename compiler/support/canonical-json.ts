@@ -47,3 +47,57 @@ export function sortKeys(value: unknown): unknown {
   }
   return out;
 }
+
+/** Characters outside ASCII (JSON text carries them only inside strings). */
+const NON_ASCII = /[\u0080-\uffff]/g;
+
+/**
+ * `text` with every character outside ASCII written as a JSON `\uXXXX` escape (lowercase hex, a
+ * pair of escapes for a character beyond the BMP), as Python's `json.dumps` writes by default.
+ * Only for JSON text: it changes no value.
+ */
+export function asciiJson(text: string): string {
+  return text.replace(NON_ASCII, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
+/** Records of a top-level array stringified at a time by {@link canonicalJsonAscii}. */
+const RECORDS_PER_PIECE = 200;
+
+/** A piece of JSON text as ASCII, held one byte per character (a Latin-1 round trip flattens it so). */
+function asciiPiece(text: string): string {
+  if (!/[^\x00-\x7f]/.test(text)) return text;
+  return Buffer.from(asciiJson(text), "latin1").toString("latin1");
+}
+
+/**
+ * The canonical JSON of a large object whose top-level arrays hold records (the manifest): the
+ * text of `asciiJson(canonicalJson(value))`, built a top-level field, or {@link RECORDS_PER_PIECE}
+ * records of a top-level array, at a time, each piece made ASCII and one byte per character, then
+ * joined once. A whole text with a single character beyond Latin-1 would be held as UTF-16 (two
+ * bytes per character), and JSON.stringify builds its result from parts before copying it out;
+ * this holds the text's length in bytes about twice at its peak, not four times.
+ */
+export function canonicalJsonAscii(value: Record<string, unknown>): string {
+  const parts: string[] = ["{"];
+  Object.keys(value)
+    .sort()
+    .forEach((key, k) => {
+      const field = value[key];
+      // `{"key": ...}` in the layout of the whole: the field as it stands at depth 1.
+      const member = (v: unknown): string => JSON.stringify({ [key]: v }, sortingReplacer, 2);
+      if (k) parts.push(",");
+      if (!Array.isArray(field) || field.length <= RECORDS_PER_PIECE) {
+        parts.push(asciiPiece(member(field).slice(1, -2)));
+        return;
+      }
+      const head = `{\n  ${JSON.stringify(key)}: [`;
+      parts.push(asciiPiece(head.slice(1)));
+      for (let i = 0; i < field.length; i += RECORDS_PER_PIECE) {
+        const text = member(field.slice(i, i + RECORDS_PER_PIECE));
+        parts.push(i ? "," : "", asciiPiece(text.slice(head.length, -"\n  ]\n}".length)));
+      }
+      parts.push("\n  ]");
+    });
+  parts.push(parts.length > 1 ? "\n}\n" : "}\n");
+  return parts.join("");
+}

@@ -307,6 +307,16 @@ for (const n of SIZES) {
 }
 const big = SIZES[SIZES.length - 1];
 {
+  // The same cold compile with its parse in the main thread (ADR 0017e), for what the workers give.
+  const root = path.join(work, `corpus-${big}`);
+  fs.rmSync(path.join(root, "generated"), { recursive: true, force: true });
+  const c = measureNode(BIN, ["compile", "--workers", "0", "--root", root]);
+  if (c.exit !== 0) die(`compile --workers 0 of the ${big}-contract corpus exited ${c.exit}:\n${c.stderr.split("\n").slice(-20).join("\n")}`);
+  const r = results.compile[big];
+  r.inThread = { wallMs: round(c.wallMs, 1), cpuS: round(c.cpuS, 2), ratioWall: round(c.wallMs / r.floorWallMs, 3), workersGain: round(c.wallMs / r.compileWallMs, 3) };
+  out(`   ${big}, parse in the main thread (--workers 0, 1 run): ${sec(c.wallMs)} (${c.cpuS.toFixed(2)} s cpu), ${x(r.inThread.ratioWall)} the floor; the default (${m.cores > 1 ? `${Math.min(7, m.cores)} parse workers` : "no worker"}) is ${x(r.inThread.workersGain)} faster`);
+}
+{
   const r = results.compile[big];
   const ok = big >= 10000 ? r.ratioWall <= TARGETS.compileVsFloor.max : undefined;
   results.targets.compileVsFloor = { ...TARGETS.compileVsFloor, size: big, value: r.ratioWall, cpuRatio: r.ratioCpu, pass: ok };

@@ -7,7 +7,7 @@ import { parseManifest, parseManifestAgainst } from "../../compiler/discover/rea
 import type { Manifest } from "../../compiler/model/manifest.js";
 import { compileProject } from "../../compiler/pipeline.js";
 import { formatChangesJson } from "../../compiler/report/formatChanges.js";
-import { canonicalJson } from "../../compiler/support/canonical-json.js";
+import { canonicalJsonAscii } from "../../compiler/support/canonical-json.js";
 // @ts-expect-error -- plain JavaScript module of the benchmark (scripts/bench), no type declarations
 import { writeCorpus } from "../../scripts/bench/corpus.mjs";
 
@@ -57,7 +57,7 @@ describe("the previous manifest read against the new one", () => {
       expect(formatChangesJson(lazy.diff!)).toBe(formatChangesJson(reference.diff!));
       expect(lazy.diff!.changes.map((c) => c.asset)).toEqual(expect.arrayContaining([expect.stringContaining(touched[2]!.split(".")[1]!)]));
 
-      const current = { manifest: lazy.manifest!, text: canonicalJson(lazy.manifest!) };
+      const current = { manifest: lazy.manifest!, text: canonicalJsonAscii(lazy.manifest! as unknown as Record<string, unknown>) };
       const against = parseManifestAgainst(previousText, current);
       expect(against.manifest).toEqual(full.manifest);
       // Unchanged records are the new manifest's own objects; the parsed ones are the DAGs touched
@@ -81,7 +81,7 @@ describe("the previous manifest read against the new one", () => {
       const previous = parseManifest(previousText).manifest!;
       editContracts(root, previous);
       const built = compileProject(defaultLayout(root), { render: false }).manifest!;
-      const current = { manifest: built, text: canonicalJson(built) };
+      const current = { manifest: built, text: canonicalJsonAscii(built as unknown as Record<string, unknown>) };
       const damaged = [
         // In a changed record: a field the schema refuses.
         previousText.replace(/"status": "active"/, '"status": "bogus"'),

@@ -1,5 +1,7 @@
+import fs from "node:fs";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { canonicalJson } from "../../compiler/support/canonical-json.js";
+import { asciiJson, canonicalJson, canonicalJsonAscii } from "../../compiler/support/canonical-json.js";
 import { compareStrings } from "../../compiler/support/compare.js";
 import { cronProblem, isKnownTimezone } from "../../compiler/support/cron.js";
 import { parseDurationSeconds } from "../../compiler/support/duration.js";
@@ -8,6 +10,7 @@ import { staysInside } from "../../compiler/support/paths.js";
 import { maskSecrets } from "../../compiler/support/secrets.js";
 import { didYouMean, operatorMeant, suggest } from "../../compiler/support/suggest.js";
 import { normaliseUri } from "../../compiler/support/uri.js";
+import { REPO } from "./helpers.js";
 
 describe("normaliseUri (Airflow's _sanitize_uri rules)", () => {
   it.each([
@@ -39,6 +42,23 @@ describe("canonicalJson", () => {
   it("refuses values JSON cannot carry", () => {
     expect(() => canonicalJson({ a: Number.NaN })).toThrow(TypeError);
     expect(() => canonicalJson({ a: undefined })).toThrow(TypeError);
+  });
+  it("built record by record (the manifest's), is canonicalJson's text with non-ASCII escaped", () => {
+    const values: Array<Record<string, unknown>> = [
+      {},
+      { z: [], a: {}, m: [{ b: "Umsätze 😀", a: ["x", { d: 1, c: "\u2028" }] }, 3, null, [[]], "ä"], k: { y: "é", x: [1] } },
+      // Arrays longer than a piece, with non-ASCII records at the joins.
+      { b: Array.from({ length: 401 }, (_, i) => ({ n: i, t: i % 200 === 0 || i % 7 === 3 ? "Ümlaut — 😀" : "a", o: { z: [i], y: {} } })), a: 1 },
+      JSON.parse(fs.readFileSync(path.join(REPO, "generated", "manifest.json"), "utf8")) as Record<string, unknown>,
+    ];
+    for (const value of values) {
+      const text = canonicalJsonAscii(value);
+      expect(text).toBe(asciiJson(canonicalJson(value)));
+      expect(/[^\x00-\x7f]/.test(text)).toBe(false);
+      expect(JSON.parse(text)).toEqual(JSON.parse(canonicalJson(value)));
+    }
+    expect(asciiJson('"Umsätze 😀"')).toBe('"Ums\\u00e4tze \\ud83d\\ude00"');
+    expect(() => canonicalJsonAscii({ a: undefined })).toThrow(TypeError);
   });
 });
 
