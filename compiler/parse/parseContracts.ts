@@ -50,32 +50,31 @@ function nodeLabel(node: unknown): string {
 }
 
 /**
- * What `locate` keeps of one collection: the keys of its items, where their source ranges are, and
- * the same for each item that is itself a collection. It replaces the YAML node tree, which is many
- * times the size of the text: keeping every document's tree alive until the last stage made the
- * parse stage of a large project spend much of its time in the garbage collector.
+ * What `locate` keeps of one document, in place of the YAML node tree (many times the size of the
+ * text; keeping every document's tree alive until the last stage made the parse stage of a large
+ * project spend much of its time in the garbage collector). Flat arrays and one string, so a
+ * structured clone (a worker's message, the cache) copies a few buffers instead of a tree of small
+ * objects, and `locate` walks them as they are.
  */
-interface IndexNode {
-  /** For a mapping, `String(key.value)` of each item (null for a key that is not a scalar); undefined for a sequence. */
-  keys: Array<string | null> | undefined;
+export interface LocatorIndex {
   /**
-   * Offset of the item ranges in the document's range table: per item, a mapping has key start,
-   * key end, value start, value end; a sequence item start and end; -1 when absent.
+   * Per collection, 4 numbers: 1 for a mapping or 0 for a sequence; its item count; the offset of
+   * its items' ranges in `ranges`; the index of its first item in `items`. Collection 0 is the root.
    */
-  base: number;
-  /** How many items the collection has. */
-  count: number;
-  /** Per item, the index of its value when that is a collection (an alias stands for its target); undefined when none is. */
-  children: Array<IndexNode | undefined> | undefined;
-}
-
-/** Map keys repeat in every document (`name`, `logicalType`, ...): one string each saves memory. */
-const internedKeys = new Map<string, string>();
-function intern(key: string): string {
-  const known = internedKeys.get(key);
-  if (known !== undefined) return known;
-  if (internedKeys.size < 100_000) internedKeys.set(key, key);
-  return key;
+  nodes: Int32Array;
+  /**
+   * Per item, 3 numbers: the collection its value is (an alias stands for its target), or -1; for a
+   * mapping's item the start of its key in `keyText` and the key's length (-1 when the key is not a
+   * scalar), else -1 and -1.
+   */
+  items: Int32Array;
+  /** Every mapping key, `String(key.value)`, one after the other. */
+  keyText: string;
+  /**
+   * Source ranges: per mapping item key start, key end, value start, value end; per sequence item
+   * start and end; -1 when absent.
+   */
+  ranges: Int32Array;
 }
 
 /** A node the parse stage refuses: a value JSON cannot carry, a key that is not a string, a tag. */
@@ -112,15 +111,19 @@ function checkNonJson(node: Scalar, out: NonJsonScalar[], reprinted: Scalar[]): 
 }
 
 /**
- * One walk over the document, in document order: builds the index of the root collection with its
- * range table, and collects the scalars JSON cannot carry (every scalar once; aliases are not
+ * One walk over the document, in document order: builds the {@link LocatorIndex} of the root
+ * collection, and collects the scalars JSON cannot carry (every scalar once; aliases are not
  * followed for that).
  */
-function indexDocument(doc: Document): { root: IndexNode | undefined; ranges: Int32Array; nonJson: NonJsonScalar[]; reprinted: Scalar[] } {
+function indexDocument(doc: Document): { index: LocatorIndex; nonJson: NonJsonScalar[]; reprinted: Scalar[] } {
   const nonJson: NonJsonScalar[] = [];
   const reprinted: Scalar[] = [];
   const table: number[] = [];
-  const anchored = new Map<unknown, IndexNode>();
+  const nodes: number[] = [];
+  const items: number[] = [];
+  const keys: string[] = [];
+  let keyLength = 0;
+  const anchored = new Map<unknown, number>();
   const setRange = (at: number, node: unknown): void => {
     const range = (node as Node | null | undefined)?.range;
     table[at] = range ? range[0] : -1;
@@ -141,57 +144,64 @@ function indexDocument(doc: Document): { root: IndexNode | undefined; ranges: In
       scan(node.value);
     }
   };
-  const valueOf = (node: unknown, at: number, check: boolean): IndexNode | undefined => {
+  const valueOf = (node: unknown, at: number, check: boolean): number => {
     setRange(at, node);
     if (isAlias(node)) {
       const target = node.resolve(doc);
-      return isMap(target) || isSeq(target) ? (anchored.get(target) ?? build(target, false)) : undefined;
+      return isMap(target) || isSeq(target) ? (anchored.get(target) ?? build(target, false)) : -1;
     }
     if (isMap(node) || isSeq(node)) return build(node, check);
     if (check) scan(node);
-    return undefined;
+    return -1;
   };
-  const build = (node: YAMLMap | YAMLSeq, check: boolean): IndexNode => {
+  const build = (node: YAMLMap | YAMLSeq, check: boolean): number => {
     const map = isMap(node);
     const stride = map ? 4 : 2;
     const count = node.items.length;
-    const index: IndexNode = { keys: map ? new Array<string | null>(count) : undefined, base: table.length, count, children: undefined };
+    const self = nodes.length / 4;
+    const base = table.length;
+    const first = items.length / 3;
+    nodes.push(map ? 1 : 0, count, base, first);
     table.length += stride * count;
+    items.length += 3 * count;
     if (check) checkTag(node, nonJson);
-    if (node.anchor) anchored.set(node, index);
+    if (node.anchor) anchored.set(node, self);
     for (let i = 0; i < count; i++) {
       const item = node.items[i];
-      const at = index.base + stride * i;
-      let child: IndexNode | undefined;
+      const at = base + stride * i;
+      const slot = 3 * (first + i);
+      items[slot + 1] = -1;
+      items[slot + 2] = -1;
       if (map) {
         const key = isPair(item) ? item.key : undefined;
-        index.keys![i] = isScalar(key) ? intern(String(key.value)) : null;
+        if (isScalar(key)) {
+          const text = String(key.value);
+          items[slot + 1] = keyLength;
+          items[slot + 2] = text.length;
+          keys.push(text);
+          keyLength += text.length;
+        }
         if (check) {
           checkKey(key, nonJson);
           scan(key);
         }
         setRange(at, key);
-        child = valueOf(isPair(item) ? item.value : item, at + 2, check);
+        items[slot] = valueOf(isPair(item) ? item.value : item, at + 2, check);
       } else {
-        child = valueOf(item, at, check);
-      }
-      if (child !== undefined) {
-        index.children ??= new Array<IndexNode | undefined>(count);
-        index.children[i] = child;
+        items[slot] = valueOf(item, at, check);
       }
     }
-    return index;
+    return self;
   };
   const contents = doc.contents;
-  const root = isMap(contents) || isSeq(contents) ? build(contents, true) : undefined;
-  if (!root) scan(contents);
-  return { root, ranges: Int32Array.from(table), nonJson, reprinted };
+  if (isMap(contents) || isSeq(contents)) build(contents, true);
+  else scan(contents);
+  return { index: { nodes: Int32Array.from(nodes), items: Int32Array.from(items), keyText: keys.join(""), ranges: Int32Array.from(table) }, nonJson, reprinted };
 }
 
-/** Builds the locator for one document from its index (see {@link IndexNode}). */
+/** Builds the locator for one document from its index (see {@link LocatorIndex}). */
 function makeLocator(
-  root: IndexNode | undefined,
-  ranges: Int32Array,
+  index: LocatorIndex | undefined,
   rootRange: readonly number[] | undefined,
   file: string,
   lines: LineCounter,
@@ -206,25 +216,37 @@ function makeLocator(
     }
     return location;
   };
+  const { nodes, items, keyText, ranges } = index ?? { nodes: new Int32Array(0), items: new Int32Array(0), keyText: "", ranges: new Int32Array(0) };
   const rangeAt = (i: number): SourceLocation | undefined => (ranges[i]! >= 0 ? at(ranges[i]!, ranges[i + 1]) : undefined);
+  /** The item of mapping `node` (its first at `first`, `count` of them) whose key is `key`, or -1. */
+  const itemWithKey = (first: number, count: number, key: string): number => {
+    for (let k = 0; k < count; k++) {
+      const slot = 3 * (first + k);
+      if (items[slot + 2] === key.length && keyText.startsWith(key, items[slot + 1]!)) return k;
+    }
+    return -1;
+  };
 
   return (path, part = "value") => {
-    let node = root;
+    let node = nodes.length > 0 ? 0 : -1;
     let best = rootRange ? at(rootRange[0]!, rootRange[1]) : at(0);
     for (let i = 0; i < path.length; i++) {
       const segment = path[i]!;
-      if (node === undefined) return best;
-      if (node.keys !== undefined) {
-        const k = node.keys.indexOf(String(segment));
+      if (node < 0) return best;
+      const count = nodes[4 * node + 1]!;
+      const base = nodes[4 * node + 2]!;
+      const first = nodes[4 * node + 3]!;
+      if (nodes[4 * node] === 1) {
+        const k = itemWithKey(first, count, String(segment));
         if (k < 0) return best;
-        const item = node.base + 4 * k;
+        const item = base + 4 * k;
         if (i === path.length - 1 && part === "key") return rangeAt(item) ?? best;
         best = rangeAt(item + 2) ?? rangeAt(item) ?? best;
-        node = node.children?.[k];
+        node = items[3 * (first + k)]!;
       } else if (typeof segment === "number") {
-        if (!Number.isInteger(segment) || segment < 0 || segment >= node.count) return best;
-        best = rangeAt(node.base + 2 * segment) ?? best;
-        node = node.children?.[segment];
+        if (!Number.isInteger(segment) || segment < 0 || segment >= count) return best;
+        best = rangeAt(base + 2 * segment) ?? best;
+        node = items[3 * (first + segment)]!;
       } else {
         return best;
       }
@@ -246,9 +268,8 @@ export interface ParsedData {
   document?: {
     /** The plain JSON value of the document. */
     value: unknown;
-    /** The locator's index of the root mapping (see {@link IndexNode}) and its range table. */
-    root: IndexNode | undefined;
-    ranges: Int32Array;
+    /** The locator's index of the root mapping. */
+    index: LocatorIndex;
     /** Start and end offset of the root mapping. */
     rootRange: [number, number] | undefined;
     /** Offset of each line's first character (the YAML library's `LineCounter.lineStarts`). */
@@ -275,7 +296,7 @@ export function toParsedDocument(file: SourceFile, data: ParsedData): StageResul
   if (!d) return { value: undefined, diagnostics: data.diagnostics };
   const lines = new LineCounter();
   lines.lineStarts = d.lineStarts;
-  const locate = makeLocator(d.root, d.ranges, d.rootRange, file.path, lines);
+  const locate = makeLocator(d.index, d.rootRange, file.path, lines);
   const written = new Map(d.written);
   const numberAsWritten = (path: NodePath): string | undefined => {
     if (written.size === 0) return undefined;
@@ -355,12 +376,12 @@ export function parseData(file: Pick<SourceFile, "path" | "text">): ParsedData {
     return { diagnostics };
   }
   if (!isMap(doc.contents)) {
-    const locate = makeLocator(undefined, new Int32Array(0), (doc.contents as Node | null)?.range ?? undefined, file.path, lines);
+    const locate = makeLocator(undefined, (doc.contents as Node | null)?.range ?? undefined, file.path, lines);
     diagnostics.push(createDiagnostic(Diagnostics.NotAMapping, { found: nodeLabel(doc.contents) }, locate([])));
     return { diagnostics };
   }
   // The index, never the node tree, is kept (so the tree is garbage once this returns).
-  const { root, ranges, nonJson: bad, reprinted } = indexDocument(doc);
+  const { index, nonJson: bad, reprinted } = indexDocument(doc);
   // Numbers whose source text is not their printed value, by where their node starts.
   const written: Array<[string, string]> = [];
   for (const scalar of reprinted) {
@@ -385,7 +406,7 @@ export function parseData(file: Pick<SourceFile, "path" | "text">): ParsedData {
   }
   if (bad.length > 0) return { diagnostics };
   const rootRange = doc.contents.range ? ([doc.contents.range[0], doc.contents.range[1]] as [number, number]) : undefined;
-  return { diagnostics, document: { value, root, ranges, rootRange, lineStarts: lines.lineStarts, written } };
+  return { diagnostics, document: { value, index, rootRange, lineStarts: lines.lineStarts, written } };
 }
 
 function at1(file: string): SourceLocation {
