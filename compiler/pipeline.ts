@@ -10,7 +10,7 @@ import { buildManifest, type Manifest } from "./manifest/buildManifest.js";
 import { MANIFEST_VERSION } from "./model/manifest.js";
 import { isOdcsDocument } from "./model/odcs.js";
 import { referencedPaths } from "./model/references.js";
-import { CACHE_FOLDER, openParseCache, PARSE_CACHE_FOLDER, parseCacheNotes } from "./parse/parseCache.js";
+import { CACHE_FOLDER, openParseCache, PARSE_CACHE_FOLDER, parseCacheNotes, parseCacheWriter } from "./parse/parseCache.js";
 import { parseContracts, parseDocument, type ParsedDocument } from "./parse/parseContracts.js";
 import { planDags } from "./plan/planDags.js";
 import { planFreshnessMonitor } from "./plan/planFreshnessMonitor.js";
@@ -122,7 +122,7 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
   // The incremental cache (ADR 0017c): each file's entry is read before parse, the new ones are
   // written after the write stage.
   const parseCache = options.cache
-    ? openParseCache([...discovered.value.contracts, ...discovered.value.configs], discovered.value.configs, `${COMPILER_NAME} ${COMPILER_VERSION}`, (keys) => readCacheEntries(layout.root, PARSE_CACHE_FOLDER, keys))
+    ? openParseCache([...discovered.value.contracts, ...discovered.value.configs], discovered.value.configs, parseCacheWriter(COMPILER_NAME, COMPILER_VERSION), (keys) => readCacheEntries(layout.root, PARSE_CACHE_FOLDER, keys))
     : undefined;
   const contracts = parseContracts(discovered.value.contracts, { ...parseOptions(false), ...(parseCache ? { cache: parseCache } : {}) });
   const configs = parseContracts(discovered.value.configs, { ...parseOptions(true), ...(parseCache ? { cache: parseCache } : {}) });

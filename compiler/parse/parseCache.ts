@@ -1,10 +1,13 @@
 import { createHash } from "node:crypto";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { createDiagnostic, Diagnostics } from "../diagnostics/catalogue.js";
 import type { Diagnostic } from "../diagnostics/diagnostic.js";
 import type { SourceFile } from "../discover/discoverProject.js";
 import type { CacheEntriesRead } from "../discover/readCache.js";
 import { cacheKey, decodeCacheEntry, encodeCacheEntry } from "../support/cacheEntry.js";
 import { compareStrings } from "../support/compare.js";
+import { packageRoot, readPackageFile } from "../support/package-root.js";
 import type { ParsedData } from "./parseContracts.js";
 
 /**
@@ -20,6 +23,27 @@ import type { ParsedData } from "./parseContracts.js";
 export const CACHE_FOLDER = ".contract-assets/cache";
 /** The parse stage's entries: `<key>.bin`. */
 export const PARSE_CACHE_FOLDER = `${CACHE_FOLDER}/parse`;
+
+let fingerprint: string | undefined;
+
+/**
+ * Who wrote an entry, as its header says and a reader must match: the compiler's name and version,
+ * and a fingerprint of what decides a parse result between two releases (sha256 of `package.json`,
+ * which pins the YAML library's version, of this stage's module and of the diagnostic catalogue,
+ * whose messages the cached diagnostics carry), so a build with another parser or message is
+ * foreign even under the same version number. Read from the compiler's own files, once.
+ */
+export function parseCacheWriter(name: string, version: string): string {
+  if (fingerprint === undefined) {
+    const here = fileURLToPath(import.meta.url);
+    // Beside this module: the built .js under dist/, or the .ts sources (tests).
+    const own = (dir: string, base: string): string => path.relative(packageRoot(), path.join(path.dirname(here), dir, `${base}${path.extname(here)}`)).split(path.sep).join("/");
+    const hash = createHash("sha256");
+    for (const file of ["package.json", own(".", "parseContracts"), own("../diagnostics", "catalogue")]) hash.update(`${file}\0`).update(readPackageFile(file)).update("\0");
+    fingerprint = hash.digest("hex").slice(0, 16);
+  }
+  return `${name} ${version} (parse ${fingerprint})`;
+}
 
 /** Why an entry found was not used. */
 type Problem = "damaged" | "foreign" | "unreadable";
