@@ -7,7 +7,7 @@ import type { SourceFile } from "../discover/discoverProject.js";
 import type { CacheEntriesRead } from "../discover/readCache.js";
 import { cacheKey, decodeCacheEntry, encodeCacheEntry } from "../support/cacheEntry.js";
 import { compareStrings } from "../support/compare.js";
-import { packageRoot, readPackageFile } from "../support/package-root.js";
+import { packageFileUrl, packageRoot, readPackageFile } from "../support/package-root.js";
 import type { ParsedData } from "./parseContracts.js";
 
 /**
@@ -29,17 +29,22 @@ let fingerprint: string | undefined;
 /**
  * Who wrote an entry, as its header says and a reader must match: the compiler's name and version,
  * and a fingerprint of what decides a parse result between two releases (sha256 of `package.json`,
- * which pins the YAML library's version, of this stage's module and of the diagnostic catalogue,
- * whose messages the cached diagnostics carry), so a build with another parser or message is
- * foreign even under the same version number. Read from the compiler's own files, once.
+ * which pins the YAML library's version, of the parse module and of the diagnostic catalogue, whose
+ * messages the cached diagnostics carry), so a build with another parser or message is foreign
+ * even under the same version number. The modules are the built ones under `dist/` (what the bin
+ * runs; the TypeScript sources only when there is no build), so the bin and the sources agree.
+ * Read from the compiler's own files, once.
  */
 export function parseCacheWriter(name: string, version: string): string {
   if (fingerprint === undefined) {
     const here = fileURLToPath(import.meta.url);
-    // Beside this module: the built .js under dist/, or the .ts sources (tests).
-    const own = (dir: string, base: string): string => path.relative(packageRoot(), path.join(path.dirname(here), dir, `${base}${path.extname(here)}`)).split(path.sep).join("/");
+    const moduleFile = (module: string): string => {
+      const built = `dist/compiler/${module}.js`;
+      if (packageFileUrl(built)) return built;
+      return path.relative(packageRoot(), path.join(path.dirname(here), "..", `${module}${path.extname(here)}`)).split(path.sep).join("/");
+    };
     const hash = createHash("sha256");
-    for (const file of ["package.json", own(".", "parseContracts"), own("../diagnostics", "catalogue")]) hash.update(`${file}\0`).update(readPackageFile(file)).update("\0");
+    for (const file of ["package.json", moduleFile("parse/parseContracts"), moduleFile("diagnostics/catalogue")]) hash.update(`${file}\0`).update(readPackageFile(file)).update("\0");
     fingerprint = hash.digest("hex").slice(0, 16);
   }
   return `${name} ${version} (parse ${fingerprint})`;
