@@ -66,6 +66,7 @@ const DAG_PROCESSOR_BATCHES = QUICK ? 2 : 4;
 const TARGETS = {
   compileVsFloor: { max: 1.25, label: "compile of 10,000 within 1.25x the floor (issue 16; issue 6's was 2x)" },
   peakMemory: { max: 1024, label: "peak RSS of every compile command at 10,000 <= 1 GiB (issue 16)" },
+  manifestSize: { max: 0.5, label: "manifest at 10,000 at most half the size of the same manifest as manifestVersion 1 wrote it (issue 16)" },
   scaling: { max: 11, label: "scaling time(10,000) / time(1,000) <= 11" },
   noopWrites: { max: 0, label: "no-op recompile writes 0 files" },
   noopVsCold: { max: 1, label: "no-op compile of 10,000 within 1.0x a cold compile" },
@@ -474,6 +475,27 @@ for (const n of SIZES) {
   const ok = big >= 10000 ? r.identical && r.vsCold <= TARGETS.editOneVsCold.max : undefined;
   results.targets.editOneVsCold = { ...TARGETS.editOneVsCold, size: big, value: r.vsCold, cpuRatio: r.cpuVsCold, identical: r.identical, pass: r.identical ? ok : false };
   out(`   edit one / cold at ${big}: ${x(r.vsCold)} wall, ${x(r.cpuVsCold)} cpu, output ${r.identical ? "identical" : "DIFFERS"}   target <= 0.2x at 10,000   ${verdict(results.targets.editOneVsCold.pass)}`);
+}
+
+out("\n== manifest size (generated/manifest.json), against the same manifest as manifestVersion 1 wrote it (UTF-8 text, two-space indent)");
+results.manifestSize = {};
+for (const n of SIZES) {
+  const text = fs.readFileSync(path.join(work, `corpus-${n}`, "generated", "manifest.json"), "utf8");
+  const value = JSON.parse(text);
+  const bytes = Buffer.byteLength(text, "utf8");
+  const v1Bytes = Buffer.byteLength(JSON.stringify(value, null, 2) + "\n", "utf8");
+  // What each top-level field takes, compact, to show where the bytes are.
+  const fields = Object.fromEntries(Object.keys(value).map((k) => [k, Buffer.byteLength(JSON.stringify(value[k]), "utf8")]));
+  results.manifestSize[n] = { manifestVersion: value.manifestVersion, bytes, v1Bytes, ratio: round(bytes / v1Bytes, 3), compactFieldBytes: fields };
+  const mb = (b) => `${(b / 1e6).toFixed(1)} MB`;
+  const top = Object.entries(fields).sort((a, b) => b[1] - a[1]).slice(0, 4).map(([k, b]) => `${k} ${mb(b)}`).join(", ");
+  out(`   ${String(n).padStart(6)}  ${mb(bytes).padStart(9)} (manifestVersion ${value.manifestVersion}; as v1 wrote it ${mb(v1Bytes)}, ${x(round(bytes / v1Bytes, 3))})   compact: ${top}`);
+}
+{
+  const r = results.manifestSize[big];
+  const ok = big >= 10000 ? r.ratio <= TARGETS.manifestSize.max : undefined;
+  results.targets.manifestSize = { ...TARGETS.manifestSize, size: big, value: r.ratio, bytes: r.bytes, v1Bytes: r.v1Bytes, pass: ok };
+  out(`   manifest at ${big}: ${x(r.ratio)} of v1's size   target <= 0.5x at 10,000   ${verdict(ok)}`);
 }
 
 out("\n== start time");
