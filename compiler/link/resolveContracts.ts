@@ -1,12 +1,7 @@
-import { sha256Hex, gitBlobId } from "../support/hash.js";
 import { runSettingsFor, type OrchestrationConfig } from "./config.js";
 import { extractProducing } from "./assetTable.js";
 import { resolveDeadline } from "./freshness.js";
 import type { AssetDeclaration, AssetTable, LinkedContract, ResolvedUpstream } from "./model.js";
-
-function lfText(text: string): string {
-  return text.replace(/\r\n?/g, "\n");
-}
 
 /**
  * Resolution, second half of link: for each accepted contract of the table, its outlets (the
@@ -21,13 +16,13 @@ function lfText(text: string): string {
 export function resolveContracts(table: AssetTable, config: OrchestrationConfig): LinkedContract[] {
   return table.contracts.map((located) => {
     const c = located.document;
-    const text = lfText(located.source.file.text);
     const entry: LinkedContract = {
       located,
       contract: c,
       status: c.status ?? "active",
-      sha256: sha256Hex(text),
-      gitBlob: gitBlobId(Buffer.from(text, "utf8")),
+      // Hashed where the file was parsed (a worker thread, for a large project).
+      sha256: located.source.hashes.sha256,
+      gitBlob: located.source.hashes.gitBlob,
       outlets: c.datasets.map((d) => table.assets.get(`${c.domain}.${d.name}`)).filter((a): a is AssetDeclaration => a?.producer === c.id),
       upstreams: (c.upstreams ?? []).map((u, i) => {
         const resolved: ResolvedUpstream = { asset: u.asset, trigger: u.trigger !== false, location: located.source.locate(["upstreams", i, "asset"]) };

@@ -2,6 +2,7 @@ import YAML, { isAlias, isMap, isPair, isScalar, isSeq, LineCounter, type Docume
 import { createDiagnostic, Diagnostics } from "../diagnostics/catalogue.js";
 import type { Diagnostic, SourceLocation, StageResult } from "../diagnostics/diagnostic.js";
 import type { SourceFile } from "../discover/discoverProject.js";
+import { contentHashes, type ContentHashes } from "../support/hash.js";
 import { defaultWorkerCount, parseAll } from "./parallelParse.js";
 import { lookupParseCache, storeParseCache, type ParseCache } from "./parseCache.js";
 
@@ -14,6 +15,8 @@ export type NodePath = ReadonlyArray<string | number>;
 /** One parsed YAML document with what is needed to point back into its text. */
 export interface ParsedDocument {
   file: SourceFile;
+  /** The file's content hashes (provenance), computed where it was parsed. */
+  hashes: ContentHashes;
   /** The plain JSON value of the document (YAML 1.2 core schema). */
   value: unknown;
   /** Finds the location of a node (or of its key) by path; falls back to the nearest parent. */
@@ -276,6 +279,8 @@ export interface ParsedData {
     lineStarts: number[];
     /** `[line:column of the node, source text]` of each number not written as it prints. */
     written: Array<[string, string]>;
+    /** The file's content hashes. */
+    hashes: ContentHashes;
   };
 }
 
@@ -303,7 +308,7 @@ export function toParsedDocument(file: SourceFile, data: ParsedData): StageResul
     const at = locate(path);
     return written.get(`${at.line}:${at.column}`);
   };
-  return { value: { file, value: d.value, locate, numberAsWritten }, diagnostics: data.diagnostics };
+  return { value: { file, hashes: d.hashes, value: d.value, locate, numberAsWritten }, diagnostics: data.diagnostics };
 }
 
 /** {@link parseDocument}'s work, kept as plain data (see {@link ParsedData}). */
@@ -406,7 +411,7 @@ export function parseData(file: Pick<SourceFile, "path" | "text">): ParsedData {
   }
   if (bad.length > 0) return { diagnostics };
   const rootRange = doc.contents.range ? ([doc.contents.range[0], doc.contents.range[1]] as [number, number]) : undefined;
-  return { diagnostics, document: { value, index, rootRange, lineStarts: lines.lineStarts, written } };
+  return { diagnostics, document: { value, index, rootRange, lineStarts: lines.lineStarts, written, hashes: contentHashes(file.text) } };
 }
 
 function at1(file: string): SourceLocation {

@@ -253,6 +253,7 @@ export function readOdcsContract(parsed: ParsedDocument, options: ReadOdcsOption
   if (diagnostics.some((d) => d.severity === "error" && d.code !== Diagnostics.OdcsCustomPropertyTwice.code)) return { value: { missing, names }, diagnostics };
   const document: ParsedDocument = {
     file: parsed.file,
+    hashes: parsed.hashes,
     value: out,
     locate: (path, part = "value") => parsed.locate(t.origin(path), part),
     describe: (path) => describePath(t.origin(path)),
