@@ -16,6 +16,21 @@ interface CommonOptions {
   root?: string;
   format?: "text" | "json" | "github";
   debug?: boolean;
+  /** `--cache` (true), `--no-cache` (false), neither (undefined: see {@link usesCache}). */
+  cache?: boolean;
+}
+
+/**
+ * Whether a command uses the incremental cache (ADR 0017c): as `--cache` or `--no-cache` say;
+ * without either, yes, except under CI (the `CI` variable set, and not to "false" or "0", as
+ * GitHub Actions, GitLab CI and most others set it). A CI job starts from a fresh clone, where
+ * the git-ignored cache is empty: writing it would only add time to `compile --check`, and a job
+ * that keeps the folder between runs says `--cache`.
+ */
+export function usesCache(options: Pick<CommonOptions, "cache">, env: NodeJS.ProcessEnv = process.env): boolean {
+  if (options.cache !== undefined) return options.cache;
+  const ci = (env.CI ?? "").trim().toLowerCase();
+  return ci === "" || ci === "false" || ci === "0";
 }
 
 /**
@@ -94,6 +109,7 @@ async function compileCommand(options: CompileFlags, mode: "compile" | "validate
     ...(options.against !== undefined ? { against: options.against } : {}),
     ...(options.force ? { force: true } : {}),
     ...(options.workers !== undefined ? { workers: options.workers } : {}),
+    ...(usesCache(options) ? { cache: true } : {}),
     // validate and diff print no file: nothing is rendered (render reports nothing).
     ...(mode === "compile" ? { write: options.check ? ("check" as const) : ("write" as const) } : { render: false }),
   });
@@ -139,7 +155,7 @@ async function withProject(options: CommonOptions, io: CliIo, body: (r: import("
   const { defaultLayout } = await import("./discover/discoverProject.js");
   const { formatDiagnostics } = await import("./diagnostics/format.js");
   const { hasErrors } = await import("./diagnostics/diagnostic.js");
-  const result = compileProject(defaultLayout(rootOf(options)));
+  const result = compileProject(defaultLayout(rootOf(options)), usesCache(options) ? { cache: true } : {});
   if (hasErrors(result.diagnostics) || !result.project || !result.graph) {
     io.stderr(formatDiagnostics(result.diagnostics, "text", (f) => result.sources.get(f)));
     return EXIT_INPUT;
@@ -289,6 +305,9 @@ export function buildProgram(io: CliIo = PROCESS_IO): Command {
   const debug = new Option("--debug", "show the stack trace of an internal error");
   const format = new Option("--format <format>", "diagnostics format").choices(["text", "json", "github"]).default("text");
   const workers = new Option("--workers <n>", "threads beside the main one that parse the YAML files (default: one less than the machine's, none for a small project; 0: none)").argParser(parseWorkers);
+  // Both spellings, so that neither sets a default: without them the CI variable decides (usesCache).
+  const cache = new Option("--cache", "use the incremental cache in .contract-assets/cache (the default, except when CI is set)");
+  const noCache = new Option("--no-cache", "parse every file; neither read nor write the incremental cache");
 
   program
     .command("init")
@@ -308,6 +327,8 @@ export function buildProgram(io: CliIo = PROCESS_IO): Command {
     .option("--force", "regenerate a damaged generated/manifest.json (CA1101 becomes a warning; nothing is checked against it)")
     .addOption(workers)
     .addOption(format)
+    .addOption(cache)
+    .addOption(noCache)
     .addOption(root)
     .addOption(debug)
     .action((opts: CompileFlags) => guarded(opts, () => compileCommand(opts, "compile", io), io));
@@ -318,6 +339,8 @@ export function buildProgram(io: CliIo = PROCESS_IO): Command {
     .option("--against <ref>", "compare with the manifest committed at this Git ref (default: generated/manifest.json)")
     .addOption(workers)
     .addOption(format)
+    .addOption(cache)
+    .addOption(noCache)
     .addOption(root)
     .addOption(debug)
     .action((opts: CompileFlags) => guarded(opts, () => compileCommand(opts, "diff", io), io));
@@ -327,6 +350,8 @@ export function buildProgram(io: CliIo = PROCESS_IO): Command {
     .description("check every contract and the orchestration config; write nothing")
     .addOption(workers)
     .addOption(format)
+    .addOption(cache)
+    .addOption(noCache)
     .addOption(root)
     .addOption(debug)
     .action((opts: CommonOptions) => guarded(opts, () => compileCommand(opts, "validate", io), io));
@@ -335,6 +360,8 @@ export function buildProgram(io: CliIo = PROCESS_IO): Command {
     .command("graph")
     .description("print the asset graph")
     .addOption(new Option("--format <format>", "graph format").choices(["mermaid", "dot", "json"]).default("mermaid"))
+    .addOption(cache)
+    .addOption(noCache)
     .addOption(root)
     .addOption(debug)
     .action((opts: CommonOptions & { format: GraphFormat }) =>
@@ -351,6 +378,8 @@ export function buildProgram(io: CliIo = PROCESS_IO): Command {
     .command("explain")
     .description("explain an asset: its producer, upstreams, schedule in words and consumers")
     .argument("<asset>", "asset name, like sales.orders_clean")
+    .addOption(cache)
+    .addOption(noCache)
     .addOption(root)
     .addOption(debug)
     .action((asset: string, opts: CommonOptions) =>

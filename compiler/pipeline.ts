@@ -1,6 +1,7 @@
 import path from "node:path";
 import { createDiagnostic, Diagnostics } from "./diagnostics/catalogue.js";
 import { hasErrors, sortDiagnostics, type Diagnostic, type StageResult } from "./diagnostics/diagnostic.js";
+import { readCacheEntries } from "./discover/readCache.js";
 import { discoverProject, MAX_FILE_BYTES, MAX_MANIFEST_BYTES, readReferencedFiles, readSourceFile, type ProjectLayout, type SourceFile } from "./discover/discoverProject.js";
 import { breakingDiagnostics, diffManifests, type ManifestDiff } from "./diff/diffManifests.js";
 import { buildGraph, type AssetGraph } from "./graph/buildGraph.js";
@@ -9,6 +10,7 @@ import { buildManifest, type Manifest } from "./manifest/buildManifest.js";
 import { MANIFEST_VERSION } from "./model/manifest.js";
 import { isOdcsDocument } from "./model/odcs.js";
 import { referencedPaths } from "./model/references.js";
+import { CACHE_FOLDER, openParseCache, PARSE_CACHE_FOLDER, parseCacheNotes, parseCacheWriter } from "./parse/parseCache.js";
 import { parseContracts, parseDocument, type ParsedDocument } from "./parse/parseContracts.js";
 import { planDags } from "./plan/planDags.js";
 import { planFreshnessMonitor } from "./plan/planFreshnessMonitor.js";
@@ -21,6 +23,7 @@ import { suggest } from "./support/suggest.js";
 import type { RenameCandidate } from "./support/renames.js";
 import { readOdcsContract } from "./validate/readOdcs.js";
 import { validateDocument, validateDocuments, type DocumentVerdict } from "./validate/validateDocuments.js";
+import { writeCacheEntries } from "./write/writeCache.js";
 import { writeNewFiles } from "./write/writeNewFiles.js";
 import { writeOutputs, type WriteReport, type WriteScope } from "./write/writeOutputs.js";
 import { COMPILER_NAME, COMPILER_VERSION } from "./version.js";
@@ -44,6 +47,8 @@ export interface CompileResult {
   writeScope: WriteScope;
   /** What `write` did (or, with `write: "check"`, found different); absent when nothing was written. */
   written?: WriteReport;
+  /** With `cache`: files read from the incremental cache and files parsed, entries written and removed. */
+  cache?: { hits: number; parsed: number; written: number; removed: number };
 }
 
 /** Options of a compile; the CLI's flags, and hooks for tests. */
@@ -69,6 +74,13 @@ export interface CompileOptions {
   render?: boolean;
   /** Worker threads that parse the YAML files beside the calling one (`--workers`); default `defaultWorkerCount`. The output is the same for any number. */
   workers?: number;
+  /**
+   * Use the incremental cache in `.contract-assets/cache/` (ADR 0017c): each file's parse result is
+   * read from it when its entry matches the file's bytes, the orchestration config and the
+   * compiler, and what was parsed is written back. The output is the same with or without it.
+   * Default off: the CLI turns it on (`--no-cache`, and off under CI: `usesCache`).
+   */
+  cache?: boolean;
 }
 
 /** A manifest with nothing in it: the previous state of a first compile asked for a diff. */
@@ -107,9 +119,15 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
     ...(options.workers !== undefined ? { workers: options.workers } : {}),
     onDocument: (d: ParsedDocument) => verdicts.set(d, validateDocument(d, config)),
   });
-  const contracts = parseContracts(discovered.value.contracts, parseOptions(false));
-  const configs = parseContracts(discovered.value.configs, parseOptions(true));
+  // The incremental cache (ADR 0017c): each file's entry is read before parse, the new ones are
+  // written after the write stage.
+  const parseCache = options.cache
+    ? openParseCache([...discovered.value.contracts, ...discovered.value.configs], discovered.value.configs, parseCacheWriter(COMPILER_NAME, COMPILER_VERSION), (keys) => readCacheEntries(layout.root, PARSE_CACHE_FOLDER, keys))
+    : undefined;
+  const contracts = parseContracts(discovered.value.contracts, { ...parseOptions(false), ...(parseCache ? { cache: parseCache } : {}) });
+  const configs = parseContracts(discovered.value.configs, { ...parseOptions(true), ...(parseCache ? { cache: parseCache } : {}) });
   diagnostics.push(...contracts.diagnostics, ...configs.diagnostics);
+  if (parseCache) diagnostics.push(...parseCacheNotes(parseCache));
 
   // The files the documents name (SQL producers, dbt manifests) are read now, before any stage
   // interprets a document: from here on every stage works in memory.
@@ -214,6 +232,11 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
     const written = writeOutputs(layout, result.files, { check: options.write === "check", ...result.writeScope });
     diagnostics.push(...written.diagnostics);
     result.written = written.value;
+  }
+  if (parseCache) {
+    const cached = writeCacheEntries(layout.root, CACHE_FOLDER, PARSE_CACHE_FOLDER, parseCache.fresh, new Set(parseCache.keys.values()));
+    diagnostics.push(...cached.diagnostics);
+    result.cache = { hits: parseCache.hits, parsed: parseCache.parsed, written: cached.value.written, removed: cached.value.removed };
   }
   result.diagnostics = sortDiagnostics(diagnostics);
   return result;

@@ -45,6 +45,13 @@ export const Diagnostics = {
     "error",
     (a) => `the previous manifest ${q(a.path)} is damaged, so no change can be checked against it: ${a.problem}`,
   ),
+  CacheEntryIgnored: entry<{ problem: "damaged" | "foreign" | "unreadable"; detail: string; others: number }>(
+    "CA1950",
+    "info",
+    (a) =>
+      `the incremental cache's entry of this file is ${a.problem} (${a.detail}), so it was ignored and the file parsed again` +
+      (a.others > 0 ? `; so were the ${a.problem} entries of ${a.others} other file(s)` : ""),
+  ),
 
   // 2: parse
   YamlSyntax: entry<{ detail: string }>("CA2001", "error", (a) => `YAML syntax error: ${a.detail}`),
@@ -518,6 +525,12 @@ export const Diagnostics = {
     (a) => `${q(a.path)} has no generated header and was left untouched; move hand-written files out of generated/`,
   ),
   WriteFailed: entry<{ path: string; reason: string }>("CA9003", "error", (a) => `cannot write ${q(a.path)}: ${a.reason}`),
+  CacheNotWritten: entry<{ path: string; reason: string; others: number }>(
+    "CA9950",
+    "info",
+    (a) =>
+      `cannot write the incremental cache's ${q(a.path)}: ${a.reason}${a.others > 0 ? ` (and ${a.others} more)` : ""}; the output is complete, and the next compile parses these files again`,
+  ),
   InitWouldOverwrite: entry("CA9901", "error", () => `the file exists already; init overwrites no file, so nothing was written`),
 } as const;
 

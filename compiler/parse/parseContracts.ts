@@ -4,6 +4,7 @@ import type { Diagnostic, SourceLocation, StageResult } from "../diagnostics/dia
 import type { SourceFile } from "../discover/discoverProject.js";
 import { contentHashes, type ContentHashes } from "../support/hash.js";
 import { defaultWorkerCount, parseAll } from "./parallelParse.js";
+import { lookupParseCache, storeParseCache, type ParseCache } from "./parseCache.js";
 
 /** Aliases a document may expand before it is rejected as an expansion bomb (CA2005). */
 export const MAX_ALIAS_COUNT = 100;
@@ -422,20 +423,27 @@ function at1(file: string): SourceLocation {
  * problems of another. Output keeps the input order (already sorted by discover), whatever the
  * number of worker threads (`workers`; default {@link defaultWorkerCount}: none for a small
  * project). `onDocument` sees each usable document as soon as it is parsed, in no particular order
- * (the pipeline validates documents while the workers parse the rest).
+ * (the pipeline validates documents while the workers parse the rest). With `cache` (ADR 0017c),
+ * a file whose entry is usable is not parsed: its {@link ParsedData} comes from the entry, and the
+ * files parsed are recorded in the cache to be written.
  */
 export function parseContracts(
   files: readonly SourceFile[],
-  options: { workers?: number; onDocument?: (document: ParsedDocument) => void } = {},
+  options: { workers?: number; onDocument?: (document: ParsedDocument) => void; cache?: ParseCache } = {},
 ): StageResult<ParsedDocument[]> {
   const documents = new Array<StageResult<ParsedDocument | undefined>>(files.length);
-  parseAll(files, options.workers ?? defaultWorkerCount(files), {
-    onResult: (i, data) => {
-      const result = toParsedDocument(files[i]!, data);
-      documents[i] = result;
-      if (result.value) options.onDocument?.(result.value);
-    },
-  });
+  const take = (i: number, data: ParsedData): void => {
+    const result = toParsedDocument(files[i]!, data);
+    documents[i] = result;
+    if (result.value) options.onDocument?.(result.value);
+  };
+  // The cache is looked up before any parse work is shared out, so only the misses are parsed.
+  const cached = options.cache ? lookupParseCache(files, options.cache) : undefined;
+  const missing = cached ? cached.flatMap((data, i) => (data === undefined ? [i] : [])) : undefined;
+  cached?.forEach((data, i) => data && take(i, data));
+  const toParse = missing ? missing.map((i) => files[i]!) : files;
+  const run = parseAll(toParse, options.workers ?? defaultWorkerCount(toParse), { onResult: (k, data) => take(missing ? missing[k]! : k, data) });
+  if (options.cache) storeParseCache(toParse, run.results, options.cache);
   const diagnostics: Diagnostic[] = [];
   const value: ParsedDocument[] = [];
   for (const result of documents) {

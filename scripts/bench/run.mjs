@@ -11,10 +11,12 @@
 // Every timed command runs in a fresh process. Figures are medians; ratios are ratios of medians.
 
 import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import fg from "fast-glob";
 import { writeCorpus } from "./corpus.mjs";
 import { formatSummary, summarise } from "./cpuprofile.mjs";
 import { writeDagFactory, writeHandWritten } from "./peers.mjs";
@@ -44,6 +46,7 @@ const SIZES = option("--sizes", QUICK ? "100,1000" : "100,1000,10000").split(","
 const SEED = Number(option("--seed", "20250101"));
 const RUNS = (n) => (QUICK ? 3 : n >= 10000 ? 3 : 5 + (n <= 100 ? 2 : 0));
 const NOOP_RUNS = (n) => (QUICK ? 2 : n >= 10000 ? 3 : 5);
+const EDIT_RUNS = (n) => (QUICK ? 2 : n >= 10000 ? 3 : 5);
 const VERSION_RUNS = QUICK ? 10 : 15;
 // Measured DagBag fills per variant (after one unmeasured fill that writes __pycache__); dag-factory
 // takes many times longer, so it gets fewer.
@@ -69,6 +72,7 @@ const TARGETS = {
   noopVsCold: { max: 1, label: "no-op compile of 10,000 within 1.0x a cold compile" },
   checkVsCold: { max: 1, label: "compile --check of 10,000 within 1.0x a cold compile" },
   validateVsCold: { max: 1, label: "validate of 10,000 within 1.0x a cold compile" },
+  editOneVsCold: { max: 0.2, label: "compile after editing one contract of 10,000, warm cache, within 0.2x a cold compile, output identical to a cold compile's (issue 16)" },
   vsHand: { max: 1.2, label: "generated modules import within 1.2x the hand-written ones" },
   vsDagFactory: { min: 3, label: "generated modules import >= 3x faster than dag-factory" },
   dagProcessorVsHand: { max: 1.2, label: "airflow dag-processor parse time of the generated files within 1.2x the hand-written ones" },
@@ -272,7 +276,7 @@ for (const n of SIZES) {
   let summary = "";
   for (let i = 0; i < RUNS(n); i++) {
     fs.rmSync(path.join(root, "generated"), { recursive: true, force: true });
-    const c = measureNode(BIN, ["compile", "--root", root]);
+    const c = measureNode(BIN, ["compile", "--no-cache", "--root", root]);
     if (c.exit !== 0) die(`compile of the ${n}-contract corpus exited ${c.exit}:\n${c.stderr.split("\n").slice(-20).join("\n")}`);
     summary = c.stderr.trim().split("\n").pop();
     compiles.push(c);
@@ -343,7 +347,7 @@ for (const n of SIZES) {
   const changed = [];
   for (let i = 0; i < NOOP_RUNS(n); i++) {
     const before = snapshot(gen);
-    const c = measureNode(BIN, ["compile", "--root", root]);
+    const c = measureNode(BIN, ["compile", "--no-cache", "--root", root]);
     if (c.exit !== 0) die(`no-op recompile of ${n} exited ${c.exit}:\n${c.stderr.split("\n").slice(-20).join("\n")}`);
     const names = changedFiles(before, snapshot(gen));
     written = Math.max(written, names.length);
@@ -365,7 +369,7 @@ results.upToDate = {};
 for (const n of SIZES) {
   const root = path.join(work, `corpus-${n}`);
   const timed = {};
-  for (const [name, args] of [["check", ["compile", "--check"]], ["validate", ["validate"]]]) {
+  for (const [name, args] of [["check", ["compile", "--check", "--no-cache"]], ["validate", ["validate", "--no-cache"]]]) {
     const times = [];
     let summary = "";
     for (let i = 0; i < NOOP_RUNS(n); i++) {
@@ -405,6 +409,72 @@ for (const [key, name] of [["noopVsCold", "no-op compile"], ["checkVsCold", "com
   const ok = big >= 10000 ? value <= TARGETS.peakMemory.max : undefined;
   results.targets.peakMemory = { ...TARGETS.peakMemory, size: big, value, peaks, pass: ok };
   out(`   peak RSS at ${big}: ${Object.entries(peaks).map(([k, v]) => `${k} ${v} MiB`).join(", ")}   target <= 1024 MiB at 10,000   ${verdict(ok)}`);
+}
+
+out("\n== edit one contract, warm cache (issue 16): compile --cache after changing one description, each run another contract; against the cold compile (--no-cache) above");
+results.editOne = {};
+/** sha256 of every file under a folder (no __pycache__), by relative path. */
+function digests(dir) {
+  const out = new Map();
+  for (const f of snapshot(dir).keys()) out.set(f, createHash("sha256").update(fs.readFileSync(path.join(dir, f))).digest("hex"));
+  return out;
+}
+for (const n of SIZES) {
+  const root = path.join(work, `corpus-${n}`);
+  const gen = path.join(root, "generated");
+  const cacheDir = path.join(root, ".contract-assets");
+  fs.rmSync(gen, { recursive: true, force: true });
+  fs.rmSync(cacheDir, { recursive: true, force: true });
+  // The first compile of a clone: cold, and writing the cache.
+  const first = measureNode(BIN, ["compile", "--cache", "--root", root]);
+  if (first.exit !== 0) die(`compile --cache of ${n} exited ${first.exit}:\n${first.stderr.split("\n").slice(-20).join("\n")}`);
+  // Sort for determinism.
+  const contracts = fg.sync("contracts/**/*.yaml", { cwd: root }).sort();
+  const times = [];
+  let summary = "";
+  for (let i = 0; i < EDIT_RUNS(n); i++) {
+    const file = path.join(root, contracts[Math.floor(((i + 1) * contracts.length) / (EDIT_RUNS(n) + 1))]);
+    const text = fs.readFileSync(file, "utf8");
+    const edited = /description: "[^"]*"/.test(text) ? text.replace(/description: "([^"]*)"/, `description: "$1 (edit ${i + 1})"`) : `${text}# edit ${i + 1}\n`;
+    fs.writeFileSync(file, edited);
+    const c = measureNode(BIN, ["compile", "--cache", "--root", root]);
+    if (c.exit !== 0) die(`compile --cache of ${n} after an edit exited ${c.exit}:\n${c.stderr.split("\n").slice(-20).join("\n")}`);
+    summary = c.stderr.trim().split("\n").pop();
+    times.push(c);
+  }
+  // The same contracts compiled cold must give the same bytes.
+  const warm = digests(gen);
+  fs.rmSync(gen, { recursive: true, force: true });
+  fs.rmSync(cacheDir, { recursive: true, force: true });
+  const cold = run(NODE, [BIN, "compile", "--no-cache", "--root", root]);
+  if (cold.exit !== 0) die(`cold compile of ${n} after the edits exited ${cold.exit}`);
+  const coldDigests = digests(gen);
+  const differing = [...new Set([...warm.keys(), ...coldDigests.keys()])].filter((f) => warm.get(f) !== coldDigests.get(f));
+  const r = {
+    firstWallMs: round(first.wallMs, 1),
+    firstCpuS: round(first.cpuS, 2),
+    runs: times.length,
+    wallMs: round(median(times.map((t) => t.wallMs)), 1),
+    cpuS: round(median(times.map((t) => t.cpuS)), 2),
+    peakRssMiB: round(median(times.map((t) => t.rssKb)) / 1024, 0),
+    summary,
+    identical: differing.length === 0,
+    differing: differing.slice(0, 10),
+  };
+  r.vsCold = round(r.wallMs / results.compile[n].compileWallMs);
+  r.cpuVsCold = round(r.cpuS / results.compile[n].compileCpuS);
+  r.firstVsCold = round(r.firstWallMs / results.compile[n].compileWallMs);
+  results.editOne[n] = r;
+  out(
+    `   ${String(n).padStart(6)}  first compile writing the cache ${sec(r.firstWallMs).padStart(8)} (${x(r.firstVsCold)} cold)   ` +
+      `edit one ${sec(r.wallMs).padStart(8)} (${x(r.vsCold)}, cpu ${x(r.cpuVsCold)}, peak ${r.peakRssMiB} MiB)   output as cold: ${r.identical ? "identical" : `DIFFERS (${r.differing.join(", ")})`}`,
+  );
+}
+{
+  const r = results.editOne[big];
+  const ok = big >= 10000 ? r.identical && r.vsCold <= TARGETS.editOneVsCold.max : undefined;
+  results.targets.editOneVsCold = { ...TARGETS.editOneVsCold, size: big, value: r.vsCold, cpuRatio: r.cpuVsCold, identical: r.identical, pass: r.identical ? ok : false };
+  out(`   edit one / cold at ${big}: ${x(r.vsCold)} wall, ${x(r.cpuVsCold)} cpu, output ${r.identical ? "identical" : "DIFFERS"}   target <= 0.2x at 10,000   ${verdict(results.targets.editOneVsCold.pass)}`);
 }
 
 out("\n== manifest size (generated/manifest.json), against the same manifest as manifestVersion 1 wrote it (UTF-8 text, two-space indent)");
@@ -450,7 +520,7 @@ if (flag("--profile") || compileMisses) {
   const root = path.join(work, `corpus-${big}`);
   fs.rmSync(path.join(root, "generated"), { recursive: true, force: true });
   const dir = path.join(work, "cpu-profile");
-  const p = run(NODE, ["--cpu-prof", "--cpu-prof-dir", dir, BIN, "compile", "--root", root]);
+  const p = run(NODE, ["--cpu-prof", "--cpu-prof-dir", dir, BIN, "compile", "--no-cache", "--root", root]);
   const file = fs.existsSync(dir) ? fs.readdirSync(dir).find((f) => f.endsWith(".cpuprofile")) : undefined;
   if (p.exit === 0 && file) {
     const s = summarise(JSON.parse(fs.readFileSync(path.join(dir, file), "utf8")), 20);

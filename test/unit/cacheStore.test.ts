@@ -1,0 +1,134 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import v8 from "node:v8";
+import { describe, expect, it } from "vitest";
+import { usesCache } from "../../compiler/cli.js";
+import { readCacheEntries } from "../../compiler/discover/readCache.js";
+import { CACHE_MAGIC, cacheKey, decodeCacheEntry, encodeCacheEntry } from "../../compiler/support/cacheEntry.js";
+import { writeCacheEntries } from "../../compiler/write/writeCache.js";
+
+// The incremental cache's store (ADR 0017c): entry bytes, reading and writing them. The cache in a
+// compile is tested in test/property/incrementalCache.test.ts.
+
+const COMPILER = "contract-assets 9.9.9";
+const bytes = (s: string): Uint8Array => new TextEncoder().encode(s);
+const value = { diagnostics: [{ code: "CA2009", related: [] }], document: { value: { id: "a.b", n: [1, -0, 2.5], s: "é\u0000" }, ranges: Int32Array.from([0, 4, -1, 7]), lineStarts: [0, 10] } };
+const KEY = cacheKey("config-hash", "contracts/a.yaml", bytes("id: a.b\n"));
+
+/** An entry whose header says something else: the bytes a compiler of another version would write. */
+function withHeader(change: Record<string, unknown>): Uint8Array {
+  const entry = Buffer.from(encodeCacheEntry(KEY, COMPILER, value));
+  const start = CACHE_MAGIC.length + 4;
+  const length = entry.readUInt32LE(CACHE_MAGIC.length);
+  const header = { ...JSON.parse(entry.subarray(start, start + length).toString("utf8")), ...change };
+  const json = Buffer.from(JSON.stringify(header));
+  const size = Buffer.alloc(4);
+  size.writeUInt32LE(json.byteLength);
+  return Buffer.concat([entry.subarray(0, CACHE_MAGIC.length), size, json, entry.subarray(start + length)]);
+}
+
+describe("a cache entry", () => {
+  it("gives back the value it holds, typed arrays and -0 included", () => {
+    const decoded = decodeCacheEntry(encodeCacheEntry(KEY, COMPILER, value), { key: KEY, compiler: COMPILER });
+    expect(decoded).toEqual({ value });
+    const back = (decoded as { value: typeof value }).value;
+    expect(back.document.ranges).toBeInstanceOf(Int32Array);
+    expect(Object.is(back.document.value.n[1], -0)).toBe(true);
+  });
+
+  it("is damaged when cut short at any point", () => {
+    const entry = encodeCacheEntry(KEY, COMPILER, value);
+    for (const cut of [0, 5, CACHE_MAGIC.length + 2, CACHE_MAGIC.length + 10, entry.byteLength - 40, entry.byteLength - 1]) {
+      const decoded = decodeCacheEntry(entry.subarray(0, cut), { key: KEY, compiler: COMPILER });
+      expect(decoded, `cut at ${cut}`).toMatchObject({ problem: "damaged" });
+    }
+  });
+
+  it("is damaged when it is garbage, or its payload was altered, even to a valid serialisation", () => {
+    const expectation = { key: KEY, compiler: COMPILER };
+    expect(decodeCacheEntry(bytes("hello, world"), expectation)).toEqual({ problem: "damaged", detail: "not a cache entry" });
+    expect(decodeCacheEntry(Buffer.concat([Buffer.from(CACHE_MAGIC), Buffer.from([5, 0, 0, 0]), Buffer.from("{{{{{")]), expectation)).toEqual({ problem: "damaged", detail: "its header is not JSON" });
+    const entry = Buffer.from(encodeCacheEntry(KEY, COMPILER, value));
+    entry[entry.byteLength - 3] ^= 0xff;
+    expect(decodeCacheEntry(entry, expectation)).toEqual({ problem: "damaged", detail: "its content does not match its sha256" });
+    // Another value's payload of the same size under this header: caught by the hash, never deserialised.
+    const other = v8.serialize({ ...value, diagnostics: [{ code: "CA2008", related: [] }] });
+    const original = Buffer.from(encodeCacheEntry(KEY, COMPILER, value));
+    const swapped = Buffer.concat([original.subarray(0, original.byteLength - other.byteLength), other]);
+    expect(decodeCacheEntry(swapped, expectation)).toMatchObject({ problem: "damaged" });
+    expect(decodeCacheEntry(Buffer.concat([original, Buffer.from([0])]), expectation)).toEqual({ problem: "damaged", detail: "longer than its header says" });
+  });
+
+  it("is damaged under another key, and foreign from another compiler, cache format or V8", () => {
+    const entry = encodeCacheEntry(KEY, COMPILER, value);
+    expect(decodeCacheEntry(entry, { key: cacheKey("config-hash", "contracts/b.yaml", bytes("id: a.b\n")), compiler: COMPILER })).toEqual({ problem: "damaged", detail: "it was written under another key" });
+    expect(decodeCacheEntry(entry, { key: KEY, compiler: "contract-assets 9.9.10" })).toEqual({ problem: "foreign", detail: 'written by "contract-assets 9.9.9", not "contract-assets 9.9.10"' });
+    expect(decodeCacheEntry(withHeader({ format: 0 }), { key: KEY, compiler: COMPILER })).toEqual({ problem: "foreign", detail: "cache format 0, not 1" });
+    expect(decodeCacheEntry(withHeader({ v8: "1.0.0" }), { key: KEY, compiler: COMPILER })).toMatchObject({ problem: "foreign", detail: expect.stringContaining('V8 "1.0.0"') });
+    // The rewritten header itself is sound: only the field changed decides.
+    expect(decodeCacheEntry(withHeader({}), { key: KEY, compiler: COMPILER })).toEqual({ value });
+  });
+
+  it("has a key that changes with the context, the path and the bytes, and never runs two parts together", () => {
+    const keys = [
+      cacheKey("c1", "contracts/a.yaml", bytes("x")),
+      cacheKey("c2", "contracts/a.yaml", bytes("x")),
+      cacheKey("c1", "contracts/b.yaml", bytes("x")),
+      cacheKey("c1", "contracts/a.yaml", bytes("y")),
+      cacheKey("c1", "ab", bytes("c")),
+      cacheKey("c1", "a", bytes("bc")),
+    ];
+    expect(new Set(keys).size).toBe(keys.length);
+    expect(keys[0]).toMatch(/^[0-9a-f]{64}$/);
+    expect(cacheKey("c1", "contracts/a.yaml", bytes("x"))).toBe(keys[0]);
+  });
+});
+
+describe("the cache folder", () => {
+  const folder = ".contract-assets/cache/parse";
+  const top = ".contract-assets/cache";
+
+  it("is written atomically, ignores itself in Git, and keeps only the entries in use", () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), "ca-cache-"));
+    const first = writeCacheEntries(root, top, folder, new Map([["a", bytes("A")], ["b", bytes("B")]]), new Set());
+    expect(first).toEqual({ value: { written: 2, removed: 0 }, diagnostics: [] });
+    expect(fs.readFileSync(path.join(root, top, ".gitignore"), "utf8")).toMatch(/^\*$/m);
+    expect(fs.readFileSync(path.join(root, top, "CACHEDIR.TAG"), "utf8")).toMatch(/^Signature: 8a477f597d28d172789f06886806bc55\n/);
+    // "a" is still in use, "b" is not, "c" is new; a temporary file of this process is never left.
+    const second = writeCacheEntries(root, top, folder, new Map([["c", bytes("C")]]), new Set(["a"]));
+    expect(second.value).toEqual({ written: 1, removed: 1 });
+    expect(fs.readdirSync(path.join(root, folder)).sort()).toEqual(["a.bin", "c.bin"]);
+    const read = readCacheEntries(root, folder, ["a", "b", "c"]);
+    expect([...read.found].map(([k, v]) => [k, Buffer.from(v).toString()])).toEqual([["a", "A"], ["c", "C"]]);
+    expect(read.unreadable.size).toBe(0);
+  });
+
+  it("reads nothing from a project without one, and names an entry it cannot read", () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), "ca-cache-"));
+    expect(readCacheEntries(root, folder, ["a"])).toEqual({ found: new Map(), unreadable: new Map() });
+    fs.mkdirSync(path.join(root, folder, "a.bin"), { recursive: true });
+    expect(readCacheEntries(root, folder, ["a"]).unreadable).toEqual(new Map([["a", "EISDIR"]]));
+  });
+
+  it("that cannot be written is one CA9950 note, never a throw", () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), "ca-cache-"));
+    fs.writeFileSync(path.join(root, ".contract-assets"), "a file where the folder goes\n");
+    const result = writeCacheEntries(root, top, folder, new Map([["a", bytes("A")], ["b", bytes("B")]]), new Set());
+    expect(result.value.written).toBe(0);
+    expect(result.diagnostics.map((d) => [d.code, d.severity, d.location?.file])).toEqual([["CA9950", "info", folder]]);
+    expect(result.diagnostics[0]!.message).toMatch(/^cannot write the incremental cache.s ".contract-assets\/cache\/parse": (ENOTDIR|EEXIST)/);
+  });
+});
+
+describe("whether a command uses the cache", () => {
+  it("follows --cache and --no-cache, else is on except under CI", () => {
+    expect(usesCache({}, {})).toBe(true);
+    expect(usesCache({}, { CI: "true" })).toBe(false);
+    expect(usesCache({}, { CI: "1" })).toBe(false);
+    expect(usesCache({}, { CI: "false" })).toBe(true);
+    expect(usesCache({}, { CI: "0" })).toBe(true);
+    expect(usesCache({ cache: true }, { CI: "true" })).toBe(true);
+    expect(usesCache({ cache: false }, {})).toBe(false);
+  });
+});
