@@ -304,7 +304,7 @@ export function buildProgram(io: CliIo = PROCESS_IO): Command {
   const root = new Option("--root <dir>", "project root (default: the current directory)");
   const debug = new Option("--debug", "show the stack trace of an internal error");
   const format = new Option("--format <format>", "diagnostics format").choices(["text", "json", "github"]).default("text");
-  const workers = new Option("--workers <n>", "threads beside the main one that parse the YAML files (default: one less than the machine's, none for a small project; 0: none)").argParser(parseWorkers);
+  const workers = new Option("--workers <n>", "worker threads that parse the YAML files (default: as many as the machine offers, at most 7, none below 2 MiB of YAML; 0: parse in the main thread)").argParser(parseWorkers);
   // Both spellings, so that neither sets a default: without them the CI variable decides (usesCache).
   const cache = new Option("--cache", "use the incremental cache in .contract-assets/cache (the default, except when CI is set)");
   const noCache = new Option("--no-cache", "parse every file; neither read nor write the incremental cache");

@@ -20,19 +20,20 @@ export function readCacheEntries(root: string, folder: string, keys: Iterable<st
   const found = new Map<string, Uint8Array>();
   const unreadable = new Map<string, string>();
   const dir = path.join(root, folder);
-  // No folder, or something else in its way (a file named like it): no entries; write reports it.
-  let folderStat: fs.Stats | undefined;
-  try {
-    folderStat = fs.statSync(dir, { throwIfNoEntry: false });
-  } catch {
-    folderStat = undefined;
-  }
-  if (!folderStat?.isDirectory()) return { found, unreadable };
+  // No folder, something else in its way (a file named like it), or a symbolic link on the way
+  // (the cache is the project's own folder, never somewhere a link points): no entries; write
+  // reports it.
+  if (!isPlainFolderPath(root, folder)) return { found, unreadable };
   for (const key of keys) {
     const file = path.join(dir, `${key}.bin`);
     try {
-      const stat = fs.statSync(file, { throwIfNoEntry: false });
+      const stat = fs.lstatSync(file, { throwIfNoEntry: false });
       if (!stat) continue;
+      // A FIFO would block the read for ever; a folder or a link is not an entry either.
+      if (!stat.isFile()) {
+        unreadable.set(key, stat.isDirectory() ? "a folder" : stat.isSymbolicLink() ? "a symbolic link" : "not a regular file");
+        continue;
+      }
       if (stat.size > MAX_CACHE_ENTRY_BYTES) {
         unreadable.set(key, "too large");
         continue;
@@ -43,4 +44,23 @@ export function readCacheEntries(root: string, folder: string, keys: Iterable<st
     }
   }
   return { found, unreadable };
+}
+
+/**
+ * Whether every folder of `folder` (project-relative, POSIX) below `root` is a real folder, none
+ * of them a symbolic link: the cache's folders must be the project's own, so that neither a read
+ * nor a write or removal of the cache can reach outside the project.
+ */
+export function isPlainFolderPath(root: string, folder: string): boolean {
+  let at = root;
+  for (const part of folder.split("/")) {
+    at = path.join(at, part);
+    try {
+      const stat = fs.lstatSync(at, { throwIfNoEntry: false });
+      if (!stat?.isDirectory()) return false;
+    } catch {
+      return false;
+    }
+  }
+  return true;
 }

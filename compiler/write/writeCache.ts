@@ -20,6 +20,26 @@ const STALE_TEMPORARY_MS = 10 * 60 * 1000;
 
 let temporaries = 0;
 
+/** An entry's name, `<sha256 hex>.bin`, and a temporary one, `<sha256 hex>.bin.<pid>.<n>.tmp`. */
+const ENTRY_NAME = /^([0-9a-f]{64})\.bin$/;
+const TEMPORARY_NAME = /^[0-9a-f]{64}\.bin\.\d+\.\d+\.tmp$/;
+
+/**
+ * Creates `folder` (project-relative, POSIX) below `root` one folder at a time, never through a
+ * symbolic link: the cache is written and pruned only inside the project. Throws (with a `code`
+ * that says why) when something on the way is a link or not a folder.
+ */
+function makePlainFolder(root: string, folder: string): void {
+  let at = root;
+  for (const part of folder.split("/")) {
+    at = path.join(at, part);
+    const stat = fs.lstatSync(at, { throwIfNoEntry: false });
+    if (!stat) fs.mkdirSync(at);
+    else if (stat.isSymbolicLink()) throw Object.assign(new Error("a symbolic link"), { code: `${path.relative(root, at).split(path.sep).join("/")} is a symbolic link` });
+    else if (!stat.isDirectory()) throw Object.assign(new Error("not a folder"), { code: "ENOTDIR" });
+  }
+}
+
 /**
  * Writes the incremental cache's new entries into `<top>/<folder>/<key>.bin` (project-relative;
  * ADR 0017c) and removes every `.bin` entry of that folder whose key is neither written nor in
@@ -44,10 +64,11 @@ export function writeCacheEntries(
   const reasonOf = (error: unknown): string => (error as NodeJS.ErrnoException).code ?? (error instanceof Error ? error.message : String(error));
   const dir = path.join(root, folder);
   try {
-    fs.mkdirSync(dir, { recursive: true });
+    makePlainFolder(root, folder);
     for (const [name, text] of [[".gitignore", SELF_IGNORE], ["CACHEDIR.TAG", CACHEDIR_TAG]] as const) {
       const file = path.join(root, top, name);
-      if (!fs.existsSync(file)) fs.writeFileSync(file, text);
+      // Anything already there (a dangling link too) is left alone; `wx` never follows one.
+      if (!fs.lstatSync(file, { throwIfNoEntry: false })) fs.writeFileSync(file, text, { flag: "wx" });
     }
   } catch (error) {
     diagnostics.push(createDiagnostic(Diagnostics.CacheNotWritten, { path: folder, reason: reasonOf(error), others: 0 }, { file: folder, line: 1, column: 1 }));
@@ -66,22 +87,29 @@ export function writeCacheEntries(
       failures.push({ path: `${folder}/${key}.bin`, reason: reasonOf(error) });
     }
   }
+  let names: string[] = [];
   try {
-    const now = Date.now();
-    for (const name of fs.readdirSync(dir)) {
-      const file = path.join(dir, name);
-      if (name.endsWith(".bin")) {
-        const key = name.slice(0, -".bin".length);
-        if (keep.has(key) || entries.has(key)) continue;
-        fs.rmSync(file, { force: true });
-        report.removed++;
-      } else if (name.endsWith(".tmp")) {
-        const stat = fs.statSync(file, { throwIfNoEntry: false });
-        if (stat && now - stat.mtimeMs > STALE_TEMPORARY_MS) fs.rmSync(file, { force: true });
-      }
-    }
+    names = fs.readdirSync(dir);
   } catch (error) {
     failures.push({ path: folder, reason: reasonOf(error) });
+  }
+  const now = Date.now();
+  // Only files named as this cache names them are removed, each on its own: one that cannot be
+  // removed (a folder in its place) does not keep the others.
+  for (const name of names) {
+    const file = path.join(dir, name);
+    try {
+      const entry = ENTRY_NAME.exec(name);
+      const stat = entry || TEMPORARY_NAME.test(name) ? fs.lstatSync(file, { throwIfNoEntry: false }) : undefined;
+      if (!stat?.isFile()) continue;
+      if (entry) {
+        if (keep.has(entry[1]!) || entries.has(entry[1]!)) continue;
+        fs.rmSync(file, { force: true });
+        report.removed++;
+      } else if (now - stat.mtimeMs > STALE_TEMPORARY_MS) fs.rmSync(file, { force: true });
+    } catch (error) {
+      failures.push({ path: `${folder}/${name}`, reason: reasonOf(error) });
+    }
   }
   if (failures.length > 0) {
     const first = failures[0]!;

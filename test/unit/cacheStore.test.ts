@@ -1,3 +1,4 @@
+import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -89,32 +90,71 @@ describe("the cache folder", () => {
   const folder = ".contract-assets/cache/parse";
   const top = ".contract-assets/cache";
 
+  // Entry names are sha256 hex keys (cacheKey); the pruning touches nothing else.
+  const [A, B, C, D] = ["a", "b", "c", "d"].map((c) => c.repeat(64)) as [string, string, string, string];
+
   it("is written atomically, ignores itself in Git, and keeps only the entries in use", () => {
     const root = fs.mkdtempSync(path.join(os.tmpdir(), "ca-cache-"));
-    const first = writeCacheEntries(root, top, folder, new Map([["a", bytes("A")], ["b", bytes("B")]]), new Set());
+    const first = writeCacheEntries(root, top, folder, new Map([[A, bytes("A")], [B, bytes("B")]]), new Set());
     expect(first).toEqual({ value: { written: 2, removed: 0 }, diagnostics: [] });
     expect(fs.readFileSync(path.join(root, top, ".gitignore"), "utf8")).toMatch(/^\*$/m);
     expect(fs.readFileSync(path.join(root, top, "CACHEDIR.TAG"), "utf8")).toMatch(/^Signature: 8a477f597d28d172789f06886806bc55\n/);
-    // "a" is still in use, "b" is not, "c" is new; a temporary file of this process is never left.
-    const second = writeCacheEntries(root, top, folder, new Map([["c", bytes("C")]]), new Set(["a"]));
+    // A is still in use, B is not, C is new; a temporary file of this process is never left.
+    const second = writeCacheEntries(root, top, folder, new Map([[C, bytes("C")]]), new Set([A]));
     expect(second.value).toEqual({ written: 1, removed: 1 });
-    expect(fs.readdirSync(path.join(root, folder)).sort()).toEqual(["a.bin", "c.bin"]);
-    const read = readCacheEntries(root, folder, ["a", "b", "c"]);
-    expect([...read.found].map(([k, v]) => [k, Buffer.from(v).toString()])).toEqual([["a", "A"], ["c", "C"]]);
+    expect(fs.readdirSync(path.join(root, folder)).sort()).toEqual([`${A}.bin`, `${C}.bin`]);
+    const read = readCacheEntries(root, folder, [A, B, C]);
+    expect([...read.found].map(([k, v]) => [k, Buffer.from(v).toString()])).toEqual([[A, "A"], [C, "C"]]);
     expect(read.unreadable.size).toBe(0);
   });
 
-  it("reads nothing from a project without one, and names an entry it cannot read", () => {
+  it("reads nothing from a project without one, and names an entry it cannot read (a folder, a FIFO) without blocking", () => {
     const root = fs.mkdtempSync(path.join(os.tmpdir(), "ca-cache-"));
-    expect(readCacheEntries(root, folder, ["a"])).toEqual({ found: new Map(), unreadable: new Map() });
-    fs.mkdirSync(path.join(root, folder, "a.bin"), { recursive: true });
-    expect(readCacheEntries(root, folder, ["a"]).unreadable).toEqual(new Map([["a", "EISDIR"]]));
+    expect(readCacheEntries(root, folder, [A])).toEqual({ found: new Map(), unreadable: new Map() });
+    fs.mkdirSync(path.join(root, folder, `${A}.bin`), { recursive: true });
+    // A FIFO with no writer: reading it would block for ever.
+    expect(spawnSync("mkfifo", [path.join(root, folder, `${B}.bin`)]).status).toBe(0);
+    expect(readCacheEntries(root, folder, [A, B]).unreadable).toEqual(new Map([[A, "a folder"], [B, "not a regular file"]]));
+  });
+
+  it("prunes only its own entry names, each on its own, and never follows a symbolic link out of the project", () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), "ca-cache-"));
+    writeCacheEntries(root, top, folder, new Map([[A, bytes("A")], [B, bytes("B")], [C, bytes("C")]]), new Set());
+    // A folder where an unused entry's name is, and a file that is not an entry name: neither stops the rest.
+    fs.rmSync(path.join(root, folder, `${A}.bin`));
+    fs.mkdirSync(path.join(root, folder, `${A}.bin`));
+    fs.writeFileSync(path.join(root, folder, "notes.bin"), "the user's\n");
+    const pruned = writeCacheEntries(root, top, folder, new Map(), new Set([C]));
+    expect(pruned.value).toEqual({ written: 0, removed: 1 });
+    expect(pruned.diagnostics).toEqual([]);
+    expect(fs.readdirSync(path.join(root, folder)).sort()).toEqual([`${A}.bin`, `${C}.bin`, "notes.bin"]);
+
+    // The parse folder a link to elsewhere: nothing is read through it, written into it or removed from it.
+    const elsewhere = fs.mkdtempSync(path.join(os.tmpdir(), "ca-elsewhere-"));
+    fs.writeFileSync(path.join(elsewhere, `${D}.bin`), "not the cache's\n");
+    const linked = fs.mkdtempSync(path.join(os.tmpdir(), "ca-cache-"));
+    fs.mkdirSync(path.join(linked, top), { recursive: true });
+    fs.symlinkSync(elsewhere, path.join(linked, folder));
+    expect(readCacheEntries(linked, folder, [D]).found.size).toBe(0);
+    const refused = writeCacheEntries(linked, top, folder, new Map([[A, bytes("A")]]), new Set());
+    expect(refused.value.written).toBe(0);
+    expect(refused.diagnostics.map((d) => d.code)).toEqual(["CA9950"]);
+    expect(refused.diagnostics[0]!.message).toMatch(/\.contract-assets\/cache\/parse is a symbolic link/);
+    expect(fs.readdirSync(elsewhere)).toEqual([`${D}.bin`]);
+
+    // A dangling link where the cache's .gitignore goes is not written through.
+    const dangling = fs.mkdtempSync(path.join(os.tmpdir(), "ca-cache-"));
+    const target = path.join(elsewhere, "written-through.txt");
+    fs.mkdirSync(path.join(dangling, top), { recursive: true });
+    fs.symlinkSync(target, path.join(dangling, top, ".gitignore"));
+    expect(writeCacheEntries(dangling, top, folder, new Map([[A, bytes("A")]]), new Set()).value.written).toBe(1);
+    expect(fs.existsSync(target)).toBe(false);
   });
 
   it("that cannot be written is one CA9950 note, never a throw", () => {
     const root = fs.mkdtempSync(path.join(os.tmpdir(), "ca-cache-"));
     fs.writeFileSync(path.join(root, ".contract-assets"), "a file where the folder goes\n");
-    const result = writeCacheEntries(root, top, folder, new Map([["a", bytes("A")], ["b", bytes("B")]]), new Set());
+    const result = writeCacheEntries(root, top, folder, new Map([[A, bytes("A")], [B, bytes("B")]]), new Set());
     expect(result.value.written).toBe(0);
     expect(result.diagnostics.map((d) => [d.code, d.severity, d.location?.file])).toEqual([["CA9950", "info", folder]]);
     expect(result.diagnostics[0]!.message).toMatch(/^cannot write the incremental cache.s ".contract-assets\/cache\/parse": (ENOTDIR|EEXIST)/);
