@@ -29,8 +29,8 @@ let fingerprint: string | undefined;
 /**
  * Who wrote an entry, as its header says and a reader must match: the compiler's name and version,
  * and a fingerprint of what decides a parse result between two releases (sha256 of `package.json`,
- * which pins the YAML library's version, of the parse module and of the diagnostic catalogue, whose
- * messages the cached diagnostics carry), so a build with another parser or message is foreign
+ * which pins the YAML library's version, of the parse module, of the content hashes' module and of
+ * the diagnostic catalogue, whose messages the cached diagnostics carry), so a build with another parser or message is foreign
  * even under the same version number. The modules are the built ones under `dist/` (what the bin
  * runs; the TypeScript sources only when there is no build), so the bin and the sources agree.
  * Read from the compiler's own files, once.
@@ -44,7 +44,7 @@ export function parseCacheWriter(name: string, version: string): string {
       return path.relative(packageRoot(), path.join(path.dirname(here), "..", `${module}${path.extname(here)}`)).split(path.sep).join("/");
     };
     const hash = createHash("sha256");
-    for (const file of ["package.json", moduleFile("parse/parseContracts"), moduleFile("diagnostics/catalogue")]) hash.update(`${file}\0`).update(readPackageFile(file)).update("\0");
+    for (const file of ["package.json", moduleFile("parse/parseContracts"), moduleFile("support/hash"), moduleFile("diagnostics/catalogue")]) hash.update(`${file}\0`).update(readPackageFile(file)).update("\0");
     fingerprint = hash.digest("hex").slice(0, 16);
   }
   return `${name} ${version} (parse ${fingerprint})`;
