@@ -146,10 +146,13 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
   let previousChecked = false;
   let previousManifest: Manifest | undefined;
   let previousFile: { path: string; text: string } | undefined;
+  // The output folder's manifest, when it was found holding the new manifest's bytes.
+  let previousHolding: string | undefined;
   const checkPrevious = (current?: { manifest: Manifest; text: string }): Manifest | undefined => {
     if (!previousChecked && discovered.value.checkPrevious) {
       const checked = discovered.value.checkPrevious(current);
       previousFile = checked.file;
+      previousHolding = checked.holding;
       diagnostics.push(...checked.diagnostics);
       previousManifest = checked.value;
     }
@@ -229,7 +232,9 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
     if (!hasErrors(diagnostics)) result.files = rendered.value;
   }
   if (result.files && options.write) {
-    const written = writeOutputs(layout, result.files, { check: options.write === "check", ...result.writeScope });
+    // The manifest found holding the new text is not compared again (ADR 0017g).
+    const known = previousHolding !== undefined ? new Map([[previousHolding, manifest.value.text]]) : undefined;
+    const written = writeOutputs(layout, result.files, { check: options.write === "check", ...result.writeScope, ...(known ? { known } : {}) });
     diagnostics.push(...written.diagnostics);
     result.written = written.value;
   }

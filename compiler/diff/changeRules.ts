@@ -89,6 +89,13 @@ export interface ChangeRule {
   category: ChangeCategory;
   about: "asset" | "consumer" | "contract";
   additive?: boolean;
+  /**
+   * The rule reads the current state alone, not what changed between the two, so it can find
+   * something when a state is compared with itself (a consumer of a retired asset breaks whether or
+   * not anything changed). Every other rule compares a before with an after and finds nothing then:
+   * `diffManifests` runs only the rules marked so when both states are one object (ADR 0017g).
+   */
+  inOneState?: true;
   detect: (context: DiffContext, earlier: readonly Change[]) => Finding[];
 }
 
@@ -408,6 +415,7 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
     severity: "breaking",
     category: "breaking",
     about: "consumer",
+    inOneState: true,
     detect: (c) =>
       kept(c)
         .filter(([, a]) => a.status === "retired")

@@ -161,7 +161,11 @@ function contextOf(previous: Manifest, current: Manifest, unresolved: ReadonlySe
 export function diffManifests(previous: Manifest, current: Manifest, unresolved: ReadonlySet<string> = new Set()): ManifestDiff {
   const context = contextOf(previous, current, unresolved);
   const changes: Change[] = [];
-  for (const rule of CHANGE_RULES) {
+  // One state against itself (the previous manifest's text was the new one's, ADR 0017): only a
+  // rule that reads the current state alone can find anything (`inOneState`), the others compare
+  // each record, each property and each rule with itself to find nothing (ADR 0017g).
+  const rules = previous === current ? CHANGE_RULES.filter((r) => r.inOneState) : CHANGE_RULES;
+  for (const rule of rules) {
     // Contract rules come last and read what the asset rules found.
     for (const finding of rule.detect(context, changes)) changes.push({ ...finding, rule: rule.id, severity: rule.severity, category: finding.category ?? rule.category });
   }

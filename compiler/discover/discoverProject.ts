@@ -23,8 +23,12 @@ export interface SourceFile {
   text: string;
 }
 
-/** The previous state as `checkPrevious` found it, with the file read (its text for excerpts). */
-export type PreviousState = StageResult<Manifest | undefined> & { file?: Pick<SourceFile, "path" | "text"> };
+/**
+ * The previous state as `checkPrevious` found it, with the file read (its text for excerpts), or
+ * `holding`: the project-relative path of the output folder's manifest when it was found to hold
+ * exactly the new manifest's bytes (then it is the new manifest, and its text was never read).
+ */
+export type PreviousState = StageResult<Manifest | undefined> & { file?: Pick<SourceFile, "path" | "text">; holding?: string };
 
 /** Where the project keeps its inputs and outputs, all relative to the root. */
 export interface ProjectLayout {
@@ -126,11 +130,17 @@ export function readSourceFile(root: string, relative: string, diagnostics: Diag
   }
 }
 
+/** Where {@link fileHoldsText} reads a file's bytes: one buffer for the process, grown to the largest chunk. */
+let readBuffer: Buffer | undefined;
+
 /**
  * Whether the file holds exactly the UTF-8 bytes of `text`: false when it is missing, is not a
- * file or has another size (then it is not read). Read and compared chunk by chunk, so a file of
- * hundreds of MB is compared holding a few MB (the write stage's comparison, and the previous
- * manifest's when it may be the new one).
+ * file or has another size (then it is not read). Read and compared chunk by chunk (`utf8Chunks`),
+ * each chunk's bytes read into one buffer kept for the process, so a file of hundreds of MB is
+ * compared holding a few MB (the write stage's comparison, and the previous manifest's when it may
+ * be the new one). The text's chunks are encoded with `Buffer.from`: encoding every rendered module
+ * into one kept buffer instead (`Buffer#write`) raised a no-op compile's peak at 10,000 contracts
+ * by about 200 MB.
  */
 export function fileHoldsText(absolute: string, text: string): boolean {
   let fd: number | undefined;
@@ -140,8 +150,14 @@ export function fileHoldsText(absolute: string, text: string): boolean {
     fd = fs.openSync(absolute, "r");
     let position = 0;
     for (const chunk of utf8Chunks(text)) {
-      const read = Buffer.allocUnsafe(chunk.length);
-      if (fs.readSync(fd, read, 0, chunk.length, position) !== chunk.length || !read.equals(chunk)) return false;
+      if (!readBuffer || readBuffer.length < chunk.length) readBuffer = Buffer.allocUnsafe(Math.max(chunk.length, 1 << 16));
+      const read = readBuffer.subarray(0, chunk.length);
+      for (let done = 0; done < chunk.length; ) {
+        const got = fs.readSync(fd, read, done, chunk.length - done, position + done);
+        if (got === 0) return false;
+        done += got;
+      }
+      if (!read.equals(chunk)) return false;
       position += chunk.length;
     }
     return true;
@@ -229,12 +245,12 @@ function discoverPreviousState(layout: ProjectLayout, options: DiscoverOptions, 
   // (after the manifest stage), so its text is not held while the new manifest's is built.
   let readFile: (() => { file?: Pick<SourceFile, "path" | "text">; diagnostics: Diagnostic[] }) | undefined;
   // Whether the file holds exactly a text, compared on the disk chunk by chunk (the output folder's).
-  let holds: ((text: string) => boolean) | undefined;
+  let holds: { path: string; text: (text: string) => boolean } | undefined;
   const textOnly = (file: SourceFile | undefined): Pick<SourceFile, "path" | "text"> | undefined => (file ? { path: file.path, text: file.text } : undefined);
   if (previous === "output") {
     const manifestPath = toPosix(path.join(layout.outDir, "manifest.json"));
     if (!fs.existsSync(path.join(layout.root, manifestPath))) return { firstCompile: true };
-    holds = (text) => fileHoldsText(path.join(layout.root, manifestPath), text);
+    holds = { path: manifestPath, text: (text) => fileHoldsText(path.join(layout.root, manifestPath), text) };
     readFile = () => {
       const problems: Diagnostic[] = [];
       const file = textOnly(readSourceFile(layout.root, manifestPath, problems, MAX_MANIFEST_BYTES));
@@ -258,9 +274,9 @@ function discoverPreviousState(layout: ProjectLayout, options: DiscoverOptions, 
     out.checkPrevious = (current) => {
       if (checked) return checked;
       // The bytes of the new manifest: the same state, and its text is never read (ADR 0017d).
-      if (current && holds?.(current.text)) {
+      if (current && holds?.text(current.text)) {
         readFile = undefined;
-        checked = { value: current.manifest, diagnostics: [] };
+        checked = { value: current.manifest, diagnostics: [], holding: holds.path };
         return checked;
       }
       const read = readFile!();

@@ -74,11 +74,20 @@ function writeText(absolute: string, text: string): void {
   }
 }
 
+/**
+ * Files of the output folder this compile already found holding exactly a text, by
+ * project-relative path: the previous manifest when its bytes were the new one's (discover's
+ * `checkPrevious`, ADR 0017d). A file whose rendered text is that very text is not compared again
+ * (ADR 0017g); any other text is compared as usual.
+ */
+export type KnownOutputs = ReadonlyMap<string, string>;
+
 /** Works out which files differ from the rendered map, without writing. */
-export function planWrite(layout: ProjectLayout, files: FileMap, scope: WriteScope = {}): WriteReport {
+export function planWrite(layout: ProjectLayout, files: FileMap, scope: WriteScope = {}, known?: KnownOutputs): WriteReport {
   const report: WriteReport = { written: [], deleted: [], unchanged: [], foreign: [] };
   for (const relative of [...files.keys()].sort(compareStrings)) {
-    (fileHoldsText(path.join(layout.root, relative), files.get(relative)!) ? report.unchanged : report.written).push(relative);
+    const text = files.get(relative)!;
+    (known?.get(relative) === text || fileHoldsText(path.join(layout.root, relative), text) ? report.unchanged : report.written).push(relative);
   }
   for (const relative of existingOutputs(layout, scope)) {
     if (files.has(relative)) continue;
@@ -156,12 +165,13 @@ function blockers(layout: ProjectLayout, report: WriteReport): Diagnostic[] {
  * system) is reported, never thrown.
  *
  * With `check`, nothing is written: each file that would change is CA9001 (exit 1 in the CLI).
+ * `known`: files already found holding their text (see {@link KnownOutputs}), not compared again.
  */
-export function writeOutputs(layout: ProjectLayout, files: FileMap, options: { check: boolean } & WriteScope): StageResult<WriteReport> {
+export function writeOutputs(layout: ProjectLayout, files: FileMap, options: { check: boolean; known?: KnownOutputs } & WriteScope): StageResult<WriteReport> {
   const diagnostics: Diagnostic[] = [];
   let report: WriteReport;
   try {
-    report = planWrite(layout, files, options);
+    report = planWrite(layout, files, options, options.known);
   } catch (error) {
     return { value: { written: [], deleted: [], unchanged: [], foreign: [] }, diagnostics: [createDiagnostic(Diagnostics.WriteFailed, { path: layout.outDir, reason: reason(error) }, at(layout.outDir))] };
   }
