@@ -1,8 +1,7 @@
 import jsonc from "jsonc-parser";
 import { createDiagnostic, Diagnostics } from "../diagnostics/catalogue.js";
 import type { Diagnostic, SourceLocation } from "../diagnostics/diagnostic.js";
-import { MANIFEST_VERSION, type Manifest } from "../model/manifest.js";
-import { upgradeFromV1, type ManifestV1 } from "../manifest/manifestV1.js";
+import { MANIFEST_VERSION, type DagPlan, type Manifest, type ManifestV1 } from "../model/manifest.js";
 import { checkManifest } from "./manifestSchema.js";
 
 /** Why a manifest text cannot be used, and where: a UTF-16 offset into the text (0 when the whole text is at fault). */
@@ -63,6 +62,26 @@ export function parseManifest(text: string): { manifest: Manifest; problem?: und
   // A version-1 manifest (an upgraded project's committed previous state) as version 2 holds it.
   if (checked.manifest) return { manifest: version === 1 ? upgradeFromV1(checked.manifest as unknown as ManifestV1) : checked.manifest };
   return { problem: `not a contract-assets manifest: ${checked.problem}`, offset: offsetOfPointer(text, checked.pointer) };
+}
+
+/**
+ * A manifest of version 1 as version 2 holds the same project (ADR 0017f): each runtime dataset
+ * keeps `name`, `asset`, `layer` and `physical` and drops what its asset holds (`uri`, `schema`)
+ * or what is derived from it (`quality`). The diff reads an upgraded project's committed v1
+ * manifest through this, so it compares like with like. The input is not changed.
+ */
+export function upgradeFromV1(v1: ManifestV1): Manifest {
+  return {
+    ...v1,
+    manifestVersion: 2,
+    dags: v1.dags.map((dag) => ({
+      ...dag,
+      runtime: {
+        ...dag.runtime,
+        datasets: dag.runtime.datasets.map(({ uri: _uri, schema: _schema, quality: _quality, ...kept }) => kept),
+      },
+    })) as DagPlan[],
+  };
 }
 
 /** The top-level arrays whose records a manifest read against the current one takes over when their text is unchanged. */

@@ -378,3 +378,16 @@ export interface Manifest {
   /** Present when any asset has a freshness policy to watch. */
   freshness_monitor?: FreshnessMonitorPlan;
 }
+
+/** A `dags[].runtime.datasets[]` entry as manifestVersion 1 wrote it: the asset's uri and schema, and the rules the audit runs, repeated. */
+export interface RuntimeDatasetV1 extends RuntimeDataset {
+  uri: string | null;
+  schema: DatasetSchema;
+  quality: QualityRule[];
+}
+
+/** A manifest of manifestVersion 1 (`compiler/schemas/manifest/v1.schema.json`): version 2's shape but for the runtime datasets. */
+export type ManifestV1 = Omit<Manifest, "manifestVersion" | "dags"> & {
+  manifestVersion: 1;
+  dags: Array<Omit<DagPlan, "runtime"> & { runtime: Omit<DagPlan["runtime"], "datasets"> & { datasets: RuntimeDatasetV1[] } }>;
+};
