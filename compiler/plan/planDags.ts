@@ -2,40 +2,14 @@ import type { StageResult } from "../diagnostics/diagnostic.js";
 import type { OrchestrationConfig } from "../link/config.js";
 import { dbtManifestPath, dbtPublishers, resolveDbtProducer } from "../link/dbtProject.js";
 import { DEFAULT_LAYER, type LinkedContract, type LinkedProject } from "../link/linkProject.js";
-import type { AssetCondition, Contract, QualityRule } from "../model/contract.js";
+import { canonicalCondition, conditionNode } from "../model/conditions.js";
+import type { Contract, QualityRule } from "../model/contract.js";
 import type { ConditionNode, DagPlan, DagRuntime, DefaultArgsPlan, Freshness, ManifestAsset, ManifestSource, QualityRule as ManifestQualityRule, RuntimeCommon, RuntimeDataset } from "../model/manifest.js";
 import { compareStrings } from "../support/compare.js";
 import { parseDurationSeconds } from "../support/duration.js";
 import { implicitQualityRules } from "./implicitQualityRules.js";
 
 export type { ConditionNode, DagPlan, DefaultArgsPlan, SchedulePlan, TaskPlan } from "../model/manifest.js";
-
-function toNode(condition: AssetCondition): ConditionNode {
-  if (typeof condition === "string") return { asset: condition };
-  if ("all" in condition) return { all: condition.all.map(toNode) };
-  return { any: condition.any.map(toNode) };
-}
-
-/**
- * A condition tree in canonical order: the members of every `all`/`any` sorted by the JSON text of
- * each (already canonical) member, compared by code unit. That puts nested `all` groups
- * first, then nested `any` groups, then assets by name (`{"all"` < `{"any"` < `{"asset"`), each
- * group ordered by its own members. `&` and `|` are commutative, so the order is the author's
- * choice of spelling, not a meaning: without this, reordering `upstreams` or a tree's members
- * changed the rendered `schedule=` and so made Airflow store a new DAG version for the same
- * schedule. Nesting is kept as written; a member repeated within one group (equal once
- * canonical; CA3804, a warning) is written once.
- */
-export function canonicalCondition(node: ConditionNode): ConditionNode {
-  if ("asset" in node) return node;
-  const members = ("all" in node ? node.all : node.any).map(canonicalCondition);
-  const keyed = members.map((m) => ({ m, key: JSON.stringify(m) }));
-  // Sort for determinism: the members of an all/any are a set to Airflow.
-  keyed.sort((a, b) => compareStrings(a.key, b.key));
-  // ... and a set: a repeated member (CA3804) is left out, so the schedule is the same
-  const sorted = keyed.filter((k, i) => i === 0 || k.key !== keyed[i - 1]!.key).map((k) => k.m);
-  return "all" in node ? { all: sorted } : { any: sorted };
-}
 
 /**
  * The asset condition of a contract's trigger (DESIGN §3.5): default `all` of triggering upstreams;
@@ -49,7 +23,7 @@ export function conditionOf(contract: Contract, triggering: readonly string[]): 
     const leaves = triggering.map((asset) => ({ asset }));
     return canonicalCondition(spec === "all" ? { all: leaves } : { any: leaves });
   }
-  return canonicalCondition(toNode(spec));
+  return canonicalCondition(conditionNode(spec));
 }
 
 /**
