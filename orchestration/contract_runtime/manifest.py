@@ -37,6 +37,7 @@ __all__ = [
     "project_root",
     "resolve_project_path",
     "schema_problem",
+    "task_names",
     "task_view",
 ]
 
@@ -105,14 +106,25 @@ def schema_problem(data: Any) -> str | None:
     return f"{where}: {best.message}"
 
 
+def task_names(own: Any) -> tuple[set[str], set[str]]:
+    """The Asset names a task reads: ``(inlets, inlets | outlets)`` of ``own``, its ``dags[]`` entry."""
+    own_fields = own if isinstance(own, dict) else {}
+    inlets = {n for n in own_fields.get("inlets") or [] if isinstance(n, str)}
+    outlets = {n for n in own_fields.get("outlets") or [] if isinstance(n, str)}
+    return inlets, inlets | outlets
+
+
 def task_view(data: dict[str, Any], contract_id: str) -> tuple[dict[str, Any], dict[str, list[int]]]:
-    """The part of a manifest a task of ``contract_id`` reads, for the schema check.
+    """The part of a manifest a task of ``contract_id`` reads (ADR 0017b, ADR 0017h).
 
     A task reads the top-level fields, its own ``dags[]`` entry, the entries of the DAGs that
     produce its inlets (their datasets name the upstream tables in lineage) and the ``assets[]``
-    its DAG names as inlets or outlets (freshness policies, URIs). Every other entry is left out,
-    as are ``edges`` (no stage reads them). A field that is not a list is kept, for the schema to
-    report.
+    its DAG names as inlets or outlets (freshness policies, URIs) (:func:`task_names`). Every
+    other entry is left out, as are ``edges`` (no stage reads them) and ``freshness_monitor``
+    unless its ``dag_id`` is ``contract_id`` (only the monitor's task reads it; at 1,000
+    contracts its schema check cost a task more than the rest of its view). The monitor's view
+    is the top-level fields. A field that is not a list, or a ``freshness_monitor`` without a
+    string ``dag_id``, is kept, for the schema to report.
 
     :param data: A parsed manifest (a JSON object).
     :param contract_id: The contract id (= dag_id) of the task.
@@ -123,8 +135,7 @@ def task_view(data: dict[str, Any], contract_id: str) -> tuple[dict[str, Any], d
     if not isinstance(dags, list):
         return data, {}
     own = next((d for d in dags if isinstance(d, dict) and d.get("dag_id") == contract_id), None)
-    inlets = {n for n in (own or {}).get("inlets") or [] if isinstance(n, str)}
-    names = inlets | {n for n in (own or {}).get("outlets") or [] if isinstance(n, str)}
+    inlets, names = task_names(own)
 
     def read(d: Any) -> bool:
         if not isinstance(d, dict):
@@ -134,6 +145,9 @@ def task_view(data: dict[str, Any], contract_id: str) -> tuple[dict[str, Any], d
 
     positions = {"dags": [i for i, d in enumerate(dags) if read(d)]}
     view: dict[str, Any] = {**data, "dags": [dags[i] for i in positions["dags"]], "edges": []}
+    monitor = data.get("freshness_monitor")
+    if isinstance(monitor, dict) and isinstance(monitor.get("dag_id"), str) and monitor["dag_id"] != contract_id:
+        del view["freshness_monitor"]
     if isinstance(assets, list):
         positions["assets"] = [i for i, x in enumerate(assets) if isinstance(x, dict) and x.get("name") in names]
         view["assets"] = [assets[i] for i in positions["assets"]]
@@ -188,8 +202,8 @@ def load_manifest(path: str | os.PathLike[str], contract_id: str | None = None) 
         :func:`contract_runtime.manifest_slice.task_slice` when the file is in the compiler's
         layout, else from the whole parsed file, ADR 0017h). None reads and checks the whole
         manifest.
-    :returns: The manifest, or with ``contract_id`` its :func:`task_view` (treat it as
-        read-only: it is shared by the cache).
+    :returns: The manifest; with the ``contract_id`` of a ``dags[]`` entry, its
+        :func:`task_view` (treat either as read-only: it is shared by the cache).
     :raises ManifestError: When the file is missing or not JSON, ``manifestVersion`` is not
         :data:`MANIFEST_VERSION`, the compiler that wrote it is of another MAJOR.MINOR than this
         runtime (:func:`compiler_version_problem`, both versions named), or it does not match the
@@ -235,9 +249,13 @@ def load_manifest(path: str | os.PathLike[str], contract_id: str | None = None) 
         problem = schema_problem(data)
         problem = _in_file(problem, sliced.positions()) if problem is not None else None
     else:
-        data, positions = task_view(data, contract_id)
-        problem = schema_problem(data)
+        view, positions = task_view(data, contract_id)
+        problem = schema_problem(view)
         problem = _in_file(problem, positions) if problem is not None else None
+        # A contract's task gets its view; a task with no dags[] entry (the freshness monitor,
+        # whose lineage names each watched asset as the DAG producing it does) the whole file.
+        if view.get("dags"):
+            data = view
     if problem is not None:
         raise ManifestError(f"manifest {key!r} does not match the manifest schema at {problem} (recompile)")
     manifest = cast(Manifest, data)

@@ -10,7 +10,8 @@ indentation, ASCII only). A JSON string never holds a raw newline, so the layout
   directly (``outlets``) are lines at eight spaces.
 
 :func:`task_slice` memory-maps the file, finds those lines with ``bytes.find`` and parses only
-the top-level fields other than ``dags``/``assets``/``edges``, the task's own ``dags[]`` record,
+the top-level fields other than ``dags``/``assets``/``edges`` (and another task's
+``freshness_monitor``), the task's own ``dags[]`` record,
 the records of the DAGs that name one of its inlets among their outlets, and the ``assets[]``
 records its DAG names. They are a superset of what :func:`contract_runtime.manifest.task_view`
 keeps, which then filters them, so the view is the one ``task_view(json.load(...))`` gives.
@@ -158,10 +159,10 @@ def task_slice(path: str, contract_id: str) -> TaskSlice | None:
     """Read the view of ``contract_id``'s tasks from the manifest at ``path`` without parsing the rest.
 
     :param path: The manifest's real path.
-    :param contract_id: The contract id (= dag_id); one with no ``dags[]`` entry (the freshness
-        monitor) reads the top-level fields only.
-    :returns: The view, or None when the file is not in the compiler's layout (or cannot be
-        read): the caller then reads the whole file, which also reports what is wrong with it.
+    :param contract_id: The contract id (= dag_id).
+    :returns: The view, or None when the file is not in the compiler's layout, cannot be read,
+        or has no ``dags[]`` entry ``contract_id`` (the freshness monitor's task, which reads the
+        whole file): the caller then reads the whole file, which also reports what is wrong.
     """
     from contract_runtime.manifest import task_view
 
@@ -189,7 +190,24 @@ def task_slice(path: str, contract_id: str) -> TaskSlice | None:
     return TaskSlice(view=view, positions=file_positions)
 
 
+def _other_monitor(mm: mmap.mmap, lo: int, hi: int, contract_id: str) -> str | None:
+    """The dag_id of the ``freshness_monitor`` object at ``[lo, hi)`` when it is not ``contract_id``'s.
+
+    Found at its own field line (four spaces); None when it is this task's, or the line is not
+    there or not a string (then the section is parsed, for the task or the schema).
+    """
+    at = mm.find(b'\n    "dag_id": "', lo, hi)
+    if at == -1:
+        return None
+    line_end = mm.find(b"\n", at + 1, hi + 1)
+    text = mm[at + len(b'\n    "dag_id": '):line_end].decode("ascii").removesuffix(",")
+    value = json.loads(text)
+    return value if isinstance(value, str) and value != contract_id else None
+
+
 def _find(mm: mmap.mmap, contract_id: str) -> tuple[dict[str, Any], dict[str, list[int]], dict[str, int]] | None:
+    from contract_runtime.manifest import task_names
+
     size = len(mm)
     if mm[:5] != b'{\n  "':
         return None
@@ -238,6 +256,8 @@ def _find(mm: mmap.mmap, contract_id: str) -> tuple[dict[str, Any], dict[str, li
         skeleton[key] = None  # the file's key order
         if key in ("dags", "assets") and mm[lo:lo + 8] == b"[\n    {\n" and mm[hi - 4:hi] == b"\n  ]":
             sections[key] = _Section(mm, lo, hi - 3)
+        elif key == "freshness_monitor" and (other := _other_monitor(mm, lo, hi, contract_id)) is not None:
+            skeleton[key] = {"dag_id": other}  # another task's section: task_view leaves it out
         elif key != "edges":
             skeleton[key] = json.loads(mm[lo:hi].decode("ascii"))
     if "dags" not in sections:
@@ -246,16 +266,13 @@ def _find(mm: mmap.mmap, contract_id: str) -> tuple[dict[str, Any], dict[str, li
     skeleton["edges"] = []
     dag_section = sections["dags"]
     own_hits = _lines(mm, b'\n      "dag_id": ', json_ascii(contract_id), dag_section.lo, dag_section.hi, first=True)
-    own: dict[str, Any] = {}
-    if own_hits:
-        own = dag_section.records[dag_section.record(own_hits[0])]
-    elif not _plain(contract_id):
-        return None
+    if not own_hits:
+        return None  # no dags[] entry (the freshness monitor): that task reads the whole file
+    own = dag_section.records[dag_section.record(own_hits[0])]
     if not all(isinstance(own.get(k, []), list) for k in ("inlets", "outlets")):
         return None  # the schema's to report, on the whole file
-    inlets = [n for n in own.get("inlets") or [] if isinstance(n, str)]
-    outlets = [n for n in own.get("outlets") or [] if isinstance(n, str)]
-    names = list(dict.fromkeys(inlets + outlets))
+    inlet_set, name_set = task_names(own)
+    inlets, names = sorted(inlet_set), sorted(name_set)
     asset_section = sections.get("assets")
     if asset_section is None:
         if not isinstance(skeleton.get("assets"), list):
