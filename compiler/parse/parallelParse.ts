@@ -42,16 +42,22 @@ export const BATCH_FILES = 200;
 const YOUNG_GENERATION_MB = 96;
 
 /**
- * How many workers to start for `files` when the caller did not say: none for a small project,
- * else the threads the machine offers (`os.availableParallelism()`, which follows the CPU affinity
- * Node sees; none on one), at most {@link MAX_WORKERS}. The calling thread only decodes what they
- * post.
+ * How many workers to start for `files` when the caller did not say: {@link workerCountFor} their
+ * text's length. The calling thread only decodes what they post.
  */
 export function defaultWorkerCount(files: readonly SourceFile[]): number {
-  let bytes = 0;
-  for (const f of files) bytes += f.text.length;
-  const threads = os.availableParallelism();
-  if (bytes < MIN_PARALLEL_BYTES || threads < 2) return 0;
+  let chars = 0;
+  for (const f of files) chars += f.text.length;
+  return workerCountFor(chars);
+}
+
+/**
+ * Workers for `chars` characters of YAML on a machine of `threads` threads: none below
+ * {@link MIN_PARALLEL_BYTES} or on one thread, else one a thread (`os.availableParallelism()`,
+ * which follows the CPU affinity Node sees), at most {@link MAX_WORKERS}.
+ */
+export function workerCountFor(chars: number, threads: number = os.availableParallelism()): number {
+  if (chars < MIN_PARALLEL_BYTES || threads < 2) return 0;
   return Math.min(MAX_WORKERS, threads);
 }
 

@@ -1,41 +1,15 @@
 import type { StageResult } from "../diagnostics/diagnostic.js";
 import type { OrchestrationConfig } from "../link/config.js";
 import { dbtManifestPath, dbtPublishers, resolveDbtProducer } from "../link/dbtProject.js";
-import { DEFAULT_LAYER, type AssetDeclaration, type LinkedContract, type LinkedProject } from "../link/linkProject.js";
-import type { AssetCondition, Contract, Dataset, QualityRule } from "../model/contract.js";
-import type { ConditionNode, DagPlan, DagRuntime, DefaultArgsPlan, ManifestSource, QualityRule as ManifestQualityRule, RuntimeCommon, RuntimeDataset } from "../model/manifest.js";
+import { DEFAULT_LAYER, type LinkedContract, type LinkedProject } from "../link/linkProject.js";
+import { canonicalCondition, conditionNode } from "../model/conditions.js";
+import type { Contract, QualityRule } from "../model/contract.js";
+import type { ConditionNode, DagPlan, DagRuntime, DefaultArgsPlan, Freshness, ManifestAsset, ManifestSource, QualityRule as ManifestQualityRule, RuntimeCommon, RuntimeDataset } from "../model/manifest.js";
 import { compareStrings } from "../support/compare.js";
 import { parseDurationSeconds } from "../support/duration.js";
 import { implicitQualityRules } from "./implicitQualityRules.js";
 
 export type { ConditionNode, DagPlan, DefaultArgsPlan, SchedulePlan, TaskPlan } from "../model/manifest.js";
-
-function toNode(condition: AssetCondition): ConditionNode {
-  if (typeof condition === "string") return { asset: condition };
-  if ("all" in condition) return { all: condition.all.map(toNode) };
-  return { any: condition.any.map(toNode) };
-}
-
-/**
- * A condition tree in canonical order: the members of every `all`/`any` sorted by the JSON text of
- * each (already canonical) member, compared by code unit. That puts nested `all` groups
- * first, then nested `any` groups, then assets by name (`{"all"` < `{"any"` < `{"asset"`), each
- * group ordered by its own members. `&` and `|` are commutative, so the order is the author's
- * choice of spelling, not a meaning: without this, reordering `upstreams` or a tree's members
- * changed the rendered `schedule=` and so made Airflow store a new DAG version for the same
- * schedule. Nesting is kept as written; a member repeated within one group (equal once
- * canonical; CA3804, a warning) is written once.
- */
-export function canonicalCondition(node: ConditionNode): ConditionNode {
-  if ("asset" in node) return node;
-  const members = ("all" in node ? node.all : node.any).map(canonicalCondition);
-  const keyed = members.map((m) => ({ m, key: JSON.stringify(m) }));
-  // Sort for determinism: the members of an all/any are a set to Airflow.
-  keyed.sort((a, b) => compareStrings(a.key, b.key));
-  // ... and a set: a repeated member (CA3804) is left out, so the schedule is the same
-  const sorted = keyed.filter((k, i) => i === 0 || k.key !== keyed[i - 1]!.key).map((k) => k.m);
-  return "all" in node ? { all: sorted } : { any: sorted };
-}
 
 /**
  * The asset condition of a contract's trigger (DESIGN §3.5): default `all` of triggering upstreams;
@@ -49,31 +23,16 @@ export function conditionOf(contract: Contract, triggering: readonly string[]): 
     const leaves = triggering.map((asset) => ({ asset }));
     return canonicalCondition(spec === "all" ? { all: leaves } : { any: leaves });
   }
-  return canonicalCondition(toNode(spec));
+  return canonicalCondition(conditionNode(spec));
 }
 
 /**
  * The assertion name of each quality rule: its own `name`, else `<metric>_<column>` (`rowCount`,
  * `sql_<n>` for SQL rules), made unique within the dataset by a position suffix.
  */
-export function qualityNames(rules: readonly QualityRule[]): string[] {
+export function qualityNames(rules: ReadonlyArray<{ name?: string; type?: string; metric?: string; column?: string }>): string[] {
   const names = rules.map((q, i) => q.name ?? (q.type === "sql" ? `sql_${i + 1}` : [q.metric, q.column].filter(Boolean).join("_")));
   return names.map((n, i) => (names.indexOf(n) !== i || (rules[i]!.name === undefined && rules.some((r) => r.name === n)) ? `${n}_${i + 1}` : n));
-}
-
-/**
- * A dataset's quality rules as the runtime evaluates them: the author's rules (named, severity
- * defaulted to `error`), then the implicit rules of its key constraints (`implicitQualityRules`).
- * An implicit rule whose name an author rule already has gets a position suffix.
- */
-function qualityOf(d: Dataset): ManifestQualityRule[] {
-  const authored = d.quality ?? [];
-  const implicit = implicitQualityRules(d);
-  const names = qualityNames([...authored, ...implicit]);
-  return [
-    ...authored.map((q, i) => ({ ...q, name: names[i]!, severity: q.severity ?? "error" })),
-    ...implicit.map((q, i) => ({ ...q, name: names[authored.length + i]! })),
-  ];
 }
 
 type DbtPublishers = ReturnType<typeof dbtPublishers>;
@@ -91,9 +50,9 @@ export function manifestQuality(rules: readonly QualityRule[]): ManifestQualityR
  * properties, `now − max(column)` in seconds must be at most `max_age` (severity `warning`: published,
  * degraded) and at most `degrade_after` (severity `error`: gated by `on_failure`).
  */
-export function dataTimeRules(contract: Contract, dataset: Dataset): ManifestQualityRule[] {
-  const f = contract.freshness;
-  if (!f?.column || !dataset.schema.properties.some((p) => p.name === f.column)) return [];
+export function dataTimeRules(freshness: Freshness | undefined, properties: ReadonlyArray<{ name: string }>): ManifestQualityRule[] {
+  const f = freshness;
+  if (!f?.column || !properties.some((p) => p.name === f.column)) return [];
   const rule = (name: string, duration: string, severity: "warning" | "error"): ManifestQualityRule => ({
     name,
     metric: "freshness",
@@ -106,9 +65,27 @@ export function dataTimeRules(contract: Contract, dataset: Dataset): ManifestQua
   return [rule("freshness_max_age", f.max_age, "warning"), ...(f.degrade_after ? [rule("freshness_degrade_after", f.degrade_after, "error")] : [])];
 }
 
+/**
+ * The quality rules the audit evaluates for one produced dataset, from what manifestVersion 2
+ * stores once (ADR 0017f): the asset's authored rules (`assets[].quality`, named and severity
+ * decided), then the implicit rules of its key constraints ({@link implicitQualityRules}; one
+ * whose name an authored rule already has gets a position suffix, as {@link qualityNames}
+ * decides), then the data-time rules of the DAG's `freshness.column` ({@link dataTimeRules}).
+ * The runtime derives the same list (`contract_runtime.quality_rules.runtime_quality`); version 1
+ * stored it as `dags[].runtime.datasets[].quality`.
+ *
+ * @param asset The dataset's `assets[]` entry (`schema` null, as for an external, gives its authored rules only).
+ * @param freshness The DAG's `runtime.freshness`.
+ */
+export function runtimeQuality(asset: Pick<ManifestAsset, "schema" | "quality">, freshness: Freshness | undefined): ManifestQualityRule[] {
+  if (!asset.schema) return [...asset.quality];
+  const implicit = implicitQualityRules({ schema: asset.schema, quality: asset.quality });
+  const names = qualityNames([...asset.quality, ...implicit]);
+  return [...asset.quality, ...implicit.map((q, i) => ({ ...q, name: names[asset.quality.length + i]! })), ...dataTimeRules(freshness, asset.schema.properties)];
+}
+
 function runtimeOf(
   c: LinkedContract,
-  assets: ReadonlyMap<string, AssetDeclaration>,
   sqlFiles: ReadonlyMap<string, string>,
   config: OrchestrationConfig,
   dbt: DbtPublishers,
@@ -117,10 +94,8 @@ function runtimeOf(
   const datasets: RuntimeDataset[] = contract.datasets.map((d) => ({
     name: d.name,
     asset: `${contract.domain}.${d.name}`,
-    uri: assets.get(`${contract.domain}.${d.name}`)?.uri ?? null,
+    // The uri, schema and quality rules are the asset's (`assets[]`, ADR 0017f): not repeated here.
     layer: d.layer ?? DEFAULT_LAYER[contract.kind],
-    schema: d.schema,
-    quality: [...qualityOf(d), ...dataTimeRules(contract, d)],
     ...(d.physical ? { physical: d.physical } : {}),
   }));
   const common: Omit<RuntimeCommon, "kind"> = {
@@ -231,7 +206,7 @@ export function planDags(project: LinkedProject): StageResult<DagPlan[]> {
       ],
       default_args: defaultArgs,
       ...(c.deadline ? { deadline: c.deadline } : {}),
-      runtime: runtimeOf(c, project.assets, project.producerFiles, project.config, dbt),
+      runtime: runtimeOf(c, project.producerFiles, project.config, dbt),
     });
   }
   // Sort for determinism.

@@ -273,16 +273,6 @@ def _find(mm: mmap.mmap, contract_id: str) -> tuple[dict[str, Any], dict[str, li
         return None  # the schema's to report, on the whole file
     inlet_set, name_set = task_names(own)
     inlets, names = sorted(inlet_set), sorted(name_set)
-    asset_section = sections.get("assets")
-    if asset_section is None:
-        if not isinstance(skeleton.get("assets"), list):
-            return None
-    elif names:
-        # One pass over the records' "name" lines (every record, as task_view keeps every match).
-        wanted = {json_ascii(n): n for n in names}
-        found = {wanted[v] for v, at in _values(mm, b'\n      "name": ', asset_section) if v in wanted and asset_section.record(at) >= 0}
-        if any(n not in found and not _plain(n) for n in names):
-            return None
     if inlets:
         # One pass over the records' "outlets" lists: a record naming an inlet there is a producer.
         # Every record's outlets must be a list written one item a line (or empty), else a
@@ -298,6 +288,23 @@ def _find(mm: mmap.mmap, contract_id: str) -> tuple[dict[str, Any], dict[str, li
             items = mm[at + len(_OUTLETS_LINE) + 1:items_end].split(b"\n")
             if not encoded.isdisjoint(item.strip().rstrip(b",") for item in items):
                 dag_section.record(at)
+    # The assets the datasets of those DAGs name (manifest v2: their schema and quality rules).
+    for record in dag_section.records.values():
+        runtime = record.get("runtime") if isinstance(record, dict) else None
+        datasets = runtime.get("datasets") if isinstance(runtime, dict) else None
+        if isinstance(datasets, list):
+            names += [x["asset"] for x in datasets if isinstance(x, dict) and isinstance(x.get("asset"), str)]
+    names = list(dict.fromkeys(names))
+    asset_section = sections.get("assets")
+    if asset_section is None:
+        if not isinstance(skeleton.get("assets"), list):
+            return None
+    elif names:
+        # One pass over the records' "name" lines (every record, as task_view keeps every match).
+        wanted = {json_ascii(n): n for n in names}
+        found = {wanted[v] for v, at in _values(mm, b'\n      "name": ', asset_section) if v in wanted and asset_section.record(at) >= 0}
+        if any(n not in found and not _plain(n) for n in names):
+            return None
     starts: dict[str, list[int]] = {}
     spans: dict[str, int] = {}
     for key, section in sections.items():

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import YAML, { isMap, isSeq, type Node } from "yaml";
 import { defaultLayout } from "../../compiler/discover/discoverProject.js";
 import { compileProject } from "../../compiler/pipeline.js";
-import { canonicalCondition } from "../../compiler/plan/planDags.js";
+import { canonicalCondition } from "../../compiler/model/conditions.js";
 import { copyBundledProject } from "./helpers.js";
 
 /** Reverses a YAML sequence in place (comments and layout of each item kept). */

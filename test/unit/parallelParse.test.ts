@@ -4,7 +4,7 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defaultLayout, discoverProject, type SourceFile } from "../../compiler/discover/discoverProject.js";
-import { parseAll } from "../../compiler/parse/parallelParse.js";
+import { MIN_PARALLEL_BYTES, parseAll, workerCountFor } from "../../compiler/parse/parallelParse.js";
 import { parseData } from "../../compiler/parse/parseContracts.js";
 import { compileProject } from "../../compiler/pipeline.js";
 // @ts-expect-error -- plain JavaScript module of the benchmark (scripts/bench), no type declarations
@@ -80,5 +80,13 @@ workerData.port.close();
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it("starts a worker a thread, at most seven, only from 2 MiB of YAML and on more than one thread", () => {
+    expect(workerCountFor(MIN_PARALLEL_BYTES - 1, 16)).toBe(0);
+    expect(workerCountFor(MIN_PARALLEL_BYTES, 1)).toBe(0);
+    expect(workerCountFor(MIN_PARALLEL_BYTES, 2)).toBe(2);
+    expect(workerCountFor(30e6, 5)).toBe(5);
+    expect(workerCountFor(30e6, 64)).toBe(7);
   });
 });

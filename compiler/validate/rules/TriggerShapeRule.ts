@@ -1,4 +1,5 @@
 import { createDiagnostic, Diagnostics } from "../../diagnostics/catalogue.js";
+import { conditionKey } from "../../model/conditions.js";
 import type { AssetCondition } from "../../model/contract.js";
 import { suggest } from "../../support/suggest.js";
 import { describePath } from "../mapSchemaErrors.js";
@@ -9,17 +10,6 @@ export function conditionLeaves(condition: AssetCondition, path: Array<string | 
   if (typeof condition === "string") return [{ name: condition, path }];
   const [op, items] = "all" in condition ? ["all", condition.all] : ["any", condition.any];
   return items.flatMap((item, i) => conditionLeaves(item, [...path, op, i]));
-}
-
-/**
- * A condition's identity regardless of member order and repetition (the schedule it compiles to,
- * {@link canonicalCondition} in plan/planDags.ts): an asset is its name; a group its operator and
- * the sorted set of its members' identities.
- */
-export function conditionKey(condition: AssetCondition): string {
-  if (typeof condition === "string") return JSON.stringify(condition);
-  const [op, items] = "all" in condition ? ["all", condition.all] : ["any", condition.any];
-  return `${op}(${[...new Set(items.map(conditionKey))].sort().join(",")})`;
 }
 
 /** Members of a group that repeat an earlier member of the same group (by {@link conditionKey}). */
