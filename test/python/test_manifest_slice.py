@@ -99,7 +99,11 @@ def test_another_layout_is_read_whole_with_the_same_view(tmp_path: Path) -> None
     data = json.loads(BUNDLED.read_text(encoding="utf-8"))
     produced = {o for d in data["dags"] for o in d["outlets"]}
     reader = next(d for d in data["dags"] if set(d["inlets"]) & produced)
-    expected = task_view(data, reader["dag_id"])[0]
+    # What a task gets from the compiler's layout (sliced; the datasets joined to their assets).
+    canonical = _write(tmp_path / "canonical" / "generated" / "manifest.json", _canonical(data))
+    assert task_slice(canonical, reader["dag_id"]) is not None
+    expected = load_manifest(canonical, reader["dag_id"])
+    assert [d["dag_id"] for d in expected["dags"]] == [d["dag_id"] for d in task_view(data, reader["dag_id"])[0]["dags"]]
     for name, text in (
         ("indent4", json.dumps(data, indent=4)),
         ("compact", json.dumps(data, separators=(",", ":"))),
@@ -139,6 +143,7 @@ def _names_manifest() -> dict[str, Any]:
         dag["dag_id"] = name
         dag["outlets"] = [name]
         dag["inlets"] = [names[i - 1]] if i else []
+        dag["runtime"]["datasets"] = [{**dag["runtime"]["datasets"][0], "asset": name}]
         data["dags"].append(dag)
         asset = copy.deepcopy(template_asset)
         asset["name"] = name
@@ -148,6 +153,7 @@ def _names_manifest() -> dict[str, Any]:
     decoy["dag_id"] = "decoy"
     decoy["inlets"] = ["a", "a_b"]
     decoy["outlets"] = ["a_b_c"]
+    decoy["runtime"]["datasets"] = [{**decoy["runtime"]["datasets"][0], "asset": "a_b_c"}]
     data["dags"].insert(0, decoy)
     asset = copy.deepcopy(template_asset)
     asset["name"] = "a_b_c"
@@ -171,10 +177,10 @@ def test_escapes_non_ascii_and_prefixes_find_the_right_records(tmp_path: Path) -
     # Python escapes DEL, the compiler does not: not found as the compiler writes it, read whole.
     assert "\\u007f" in _canonical(data)
     assert task_slice(path, "del\x7f") is None
-    assert load_manifest(path, "del\x7f") == task_view(data, "del\x7f")[0]
-    # Written as the compiler writes it (DEL raw): found.
+    # Written as the compiler writes it (DEL raw): found, and the same view as the whole read.
     raw = _write(tmp_path / "raw" / "generated" / "manifest.json", _canonical(data).replace("\\u007f", "\x7f"))
     _same_view(raw, data, "del\x7f")
+    assert load_manifest(path, "del\x7f") == load_manifest(raw, "del\x7f")
 
 
 def test_a_damaged_own_record_is_named_at_its_index_in_the_file(tmp_path: Path) -> None:
