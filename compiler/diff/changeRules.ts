@@ -148,9 +148,12 @@ function qualityByName(asset: ManifestAsset): Map<string, unknown> {
 
 const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
-/** The queries of a DAG's SQL quality rules, over every dataset it produces. */
-function ruleQueriesOf(dag: DagPlan): string[] {
-  return dag.runtime.datasets.flatMap((d) => d.quality.flatMap((r) => (r.query !== undefined ? [r.query] : [])));
+/**
+ * The queries of a DAG's SQL quality rules, over every dataset it produces: its assets' authored
+ * rules (the rules derived from them have no query; manifestVersion 2 stores them on the asset, ADR 0017f).
+ */
+function ruleQueriesOf(dag: DagPlan, assets: ReadonlyMap<string, ManifestAsset>): string[] {
+  return dag.runtime.datasets.flatMap((d) => (assets.get(d.asset)?.quality ?? []).flatMap((r) => (r.query !== undefined ? [r.query] : [])));
 }
 
 /** The producing contract's id of an asset (from its extra); null for externals. */
@@ -450,7 +453,7 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
         return gone.flatMap((property) => {
           const word = new RegExp(`(^|[^A-Za-z0-9_])${escapeRegExp(property)}($|[^A-Za-z0-9_])`, "i");
           const consumers = consumersOf(c, a.name)
-            .filter(({ dag }) => ruleQueriesOf(dag).some((query) => table.test(query) && word.test(query)))
+            .filter(({ dag }) => ruleQueriesOf(dag, c.after).some((query) => table.test(query) && word.test(query)))
             .map((x) => x.dag.dag_id);
           return consumers.length
             ? [{ asset: a.name, consumers, field: `schema.properties.${property}`, message: `the property ${q(property)} of ${q(a.name)} is removed but a quality rule of ${consumers.map((x) => q(x)).join(", ")} reads it from ${q(a.name)}` }]

@@ -1,7 +1,7 @@
 import jsonc from "jsonc-parser";
 import { createDiagnostic, Diagnostics } from "../diagnostics/catalogue.js";
 import type { Diagnostic, SourceLocation } from "../diagnostics/diagnostic.js";
-import { MANIFEST_VERSION, type Manifest } from "../model/manifest.js";
+import { MANIFEST_VERSION, type DagPlan, type Manifest, type ManifestV1 } from "../model/manifest.js";
 import { checkManifest } from "./manifestSchema.js";
 
 /** Why a manifest text cannot be used, and where: a UTF-16 offset into the text (0 when the whole text is at fault). */
@@ -35,7 +35,8 @@ function offsetOfSyntaxError(text: string, message: string): number {
 /**
  * Reads a manifest written by this compiler (the previous state of a diff, the input of `stale`).
  *
- * Returns the manifest, or a one-line reason when the text is not JSON, of a `manifestVersion`
+ * Returns the manifest (a version-1 manifest upgraded to version 2, `upgradeFromV1`: the diff
+ * then compares like with like, ADR 0017f), or a one-line reason when the text is not JSON, of a `manifestVersion`
  * this compiler does not know, or not valid against the manifest schema of its version (the
  * reason then names the offending field by JSON pointer), with the offset of the fault in the text.
  * Valid manifests are parsed once with `JSON.parse`; the text is walked again only to locate a fault.
@@ -51,15 +52,36 @@ export function parseManifest(text: string): { manifest: Manifest; problem?: und
   }
   if (value === null || typeof value !== "object" || Array.isArray(value)) return { problem: "not a JSON object", offset: offsetOfPointer(text, "") };
   const version = (value as { manifestVersion?: unknown }).manifestVersion;
-  if (version !== MANIFEST_VERSION) {
+  if (version !== MANIFEST_VERSION && version !== 1) {
     return {
-      problem: `manifestVersion ${JSON.stringify(version)} is not ${MANIFEST_VERSION}; compile it again with this compiler`,
+      problem: `manifestVersion ${JSON.stringify(version)} is not ${MANIFEST_VERSION} (nor 1, which this compiler still reads); compile it again with this compiler`,
       offset: offsetOfPointer(text, "/manifestVersion"),
     };
   }
-  const checked = checkManifest(value);
-  if (checked.manifest) return { manifest: checked.manifest };
+  const checked = checkManifest(value, version);
+  // A version-1 manifest (an upgraded project's committed previous state) as version 2 holds it.
+  if (checked.manifest) return { manifest: version === 1 ? upgradeFromV1(checked.manifest as unknown as ManifestV1) : checked.manifest };
   return { problem: `not a contract-assets manifest: ${checked.problem}`, offset: offsetOfPointer(text, checked.pointer) };
+}
+
+/**
+ * A manifest of version 1 as version 2 holds the same project (ADR 0017f): each runtime dataset
+ * keeps `name`, `asset`, `layer` and `physical` and drops what its asset holds (`uri`, `schema`)
+ * or what is derived from it (`quality`). The diff reads an upgraded project's committed v1
+ * manifest through this, so it compares like with like. The input is not changed.
+ */
+export function upgradeFromV1(v1: ManifestV1): Manifest {
+  return {
+    ...v1,
+    manifestVersion: 2,
+    dags: v1.dags.map((dag) => ({
+      ...dag,
+      runtime: {
+        ...dag.runtime,
+        datasets: dag.runtime.datasets.map(({ uri: _uri, schema: _schema, quality: _quality, ...kept }) => kept),
+      },
+    })) as DagPlan[],
+  };
 }
 
 /** The top-level arrays whose records a manifest read against the current one takes over when their text is unchanged. */

@@ -1,6 +1,6 @@
 /**
  * The manifest (`generated/manifest.json`) as TypeScript types: the one interface between the
- * compiler and `contract_runtime`. The JSON Schema `compiler/schemas/manifest/v1.schema.json` is the
+ * compiler and `contract_runtime`. The JSON Schema `compiler/schemas/manifest/v2.schema.json` is the
  * authority; each type here has the name of a `$defs` entry, and `test/unit/manifestSchema.test.ts`
  * checks that its fields and which of them are optional are the schema's (the Python TypedDicts of
  * `contract_runtime/manifest_types.py` are checked the same way). To add a field: schema, then
@@ -51,7 +51,7 @@ export interface QualityRule {
   mustNotBeBetween?: [number, number];
   /** ODCS schema-level arguments: the key's properties, in declaration order (composite keys). */
   arguments?: { properties: string[] };
-  /** An implicit rule the compiler derives from this property flag (`plan/implicitQualityRules.ts`). */
+  /** An implicit rule derived from this property flag (`plan/implicitQualityRules.ts`); never stored since manifestVersion 2. */
   implied_by?: "required" | "unique" | "primaryKey";
 }
 
@@ -118,13 +118,16 @@ export interface DefaultArgsPlan {
   pool?: string;
 }
 
+/**
+ * A dataset a DAG produces. Its uri, schema and authored quality rules are those of the asset it
+ * names (`assets[]`); the rules the audit runs are derived from them (`runtimeQuality`,
+ * `plan/planDags.ts`). Version 1 repeated all three here (ADR 0017f).
+ */
 export interface RuntimeDataset {
   name: string;
+  /** The `assets[]` entry of this dataset (by name). */
   asset: string;
-  uri: string | null;
   layer: string;
-  schema: DatasetSchema;
-  quality: QualityRule[];
   physical?: { namespace: string; name: string };
 }
 
@@ -363,7 +366,7 @@ export interface DagPlan {
  * The manifest format version. Bump it on any change a reader must know about; readers refuse a
  * version they do not know (see ARCHITECTURE.md, "The manifest").
  */
-export const MANIFEST_VERSION = 1;
+export const MANIFEST_VERSION = 2;
 
 export interface Manifest {
   manifestVersion: number;
@@ -375,3 +378,16 @@ export interface Manifest {
   /** Present when any asset has a freshness policy to watch. */
   freshness_monitor?: FreshnessMonitorPlan;
 }
+
+/** A `dags[].runtime.datasets[]` entry as manifestVersion 1 wrote it: the asset's uri and schema, and the rules the audit runs, repeated. */
+export interface RuntimeDatasetV1 extends RuntimeDataset {
+  uri: string | null;
+  schema: DatasetSchema;
+  quality: QualityRule[];
+}
+
+/** A manifest of manifestVersion 1 (`compiler/schemas/manifest/v1.schema.json`): version 2's shape but for the runtime datasets. */
+export type ManifestV1 = Omit<Manifest, "manifestVersion" | "dags"> & {
+  manifestVersion: 1;
+  dags: Array<Omit<DagPlan, "runtime"> & { runtime: Omit<DagPlan["runtime"], "datasets"> & { datasets: RuntimeDatasetV1[] } }>;
+};

@@ -1,4 +1,8 @@
-import type { Dataset, QualityRule } from "../model/contract.js";
+/** What the implicit rules read of a dataset: its properties' flags and its authored rules (a contract's dataset, or a manifest asset). */
+export interface ConstrainedDataset {
+  schema: { properties: ReadonlyArray<{ name: string; required?: boolean; primaryKey?: boolean; unique?: boolean }> };
+  quality?: ReadonlyArray<{ metric?: string; column?: string; severity?: string; mustBe?: number }>;
+}
 
 /** The property flag a rule enforces. */
 export type ImpliedBy = "required" | "unique" | "primaryKey";
@@ -28,13 +32,18 @@ export interface ImplicitQualityRule {
  * same metric and column and `mustBe: 0`. Rows where a key member is NULL are left to the
  * `required` rule, as SQL UNIQUE does, so a NULL is never counted twice.
  *
+ * Since manifestVersion 2 these rules are not stored: every reader derives them from the
+ * manifest's `assets[].schema` and `assets[].quality` (`runtimeQuality` in `plan/planDags.ts`; the
+ * runtime's `contract_runtime.quality_rules.implicit_quality_rules`, held equal to this function
+ * by `test/python/test_quality_rules.py`).
+ *
  * @returns The rules in property order (all `required` rules first, then uniqueness), stable for
  *   the same contract.
  */
-export function implicitQualityRules(dataset: Dataset): ImplicitQualityRule[] {
+export function implicitQualityRules(dataset: ConstrainedDataset): ImplicitQualityRule[] {
   const properties = dataset.schema.properties;
   const authored = dataset.quality ?? [];
-  const covered = (metric: QualityRule["metric"], column: string): boolean =>
+  const covered = (metric: ImplicitQualityRule["metric"], column: string): boolean =>
     authored.some((q) => q.metric === metric && q.column === column && (q.severity ?? "error") === "error" && q.mustBe === 0);
   const keys = properties.filter((p) => p.primaryKey === true).map((p) => p.name);
   const rules: ImplicitQualityRule[] = [];

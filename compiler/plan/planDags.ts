@@ -1,10 +1,10 @@
 import type { StageResult } from "../diagnostics/diagnostic.js";
 import type { OrchestrationConfig } from "../link/config.js";
 import { dbtManifestPath, dbtPublishers, resolveDbtProducer } from "../link/dbtProject.js";
-import { DEFAULT_LAYER, type AssetDeclaration, type LinkedContract, type LinkedProject } from "../link/linkProject.js";
+import { DEFAULT_LAYER, type LinkedContract, type LinkedProject } from "../link/linkProject.js";
 import { canonicalCondition, conditionNode } from "../model/conditions.js";
-import type { Contract, Dataset, QualityRule } from "../model/contract.js";
-import type { ConditionNode, DagPlan, DagRuntime, DefaultArgsPlan, ManifestSource, QualityRule as ManifestQualityRule, RuntimeCommon, RuntimeDataset } from "../model/manifest.js";
+import type { Contract, QualityRule } from "../model/contract.js";
+import type { ConditionNode, DagPlan, DagRuntime, DefaultArgsPlan, Freshness, ManifestAsset, ManifestSource, QualityRule as ManifestQualityRule, RuntimeCommon, RuntimeDataset } from "../model/manifest.js";
 import { compareStrings } from "../support/compare.js";
 import { parseDurationSeconds } from "../support/duration.js";
 import { implicitQualityRules } from "./implicitQualityRules.js";
@@ -30,24 +30,9 @@ export function conditionOf(contract: Contract, triggering: readonly string[]): 
  * The assertion name of each quality rule: its own `name`, else `<metric>_<column>` (`rowCount`,
  * `sql_<n>` for SQL rules), made unique within the dataset by a position suffix.
  */
-export function qualityNames(rules: readonly QualityRule[]): string[] {
+export function qualityNames(rules: ReadonlyArray<{ name?: string; type?: string; metric?: string; column?: string }>): string[] {
   const names = rules.map((q, i) => q.name ?? (q.type === "sql" ? `sql_${i + 1}` : [q.metric, q.column].filter(Boolean).join("_")));
   return names.map((n, i) => (names.indexOf(n) !== i || (rules[i]!.name === undefined && rules.some((r) => r.name === n)) ? `${n}_${i + 1}` : n));
-}
-
-/**
- * A dataset's quality rules as the runtime evaluates them: the author's rules (named, severity
- * defaulted to `error`), then the implicit rules of its key constraints (`implicitQualityRules`).
- * An implicit rule whose name an author rule already has gets a position suffix.
- */
-function qualityOf(d: Dataset): ManifestQualityRule[] {
-  const authored = d.quality ?? [];
-  const implicit = implicitQualityRules(d);
-  const names = qualityNames([...authored, ...implicit]);
-  return [
-    ...authored.map((q, i) => ({ ...q, name: names[i]!, severity: q.severity ?? "error" })),
-    ...implicit.map((q, i) => ({ ...q, name: names[authored.length + i]! })),
-  ];
 }
 
 type DbtPublishers = ReturnType<typeof dbtPublishers>;
@@ -65,9 +50,9 @@ export function manifestQuality(rules: readonly QualityRule[]): ManifestQualityR
  * properties, `now − max(column)` in seconds must be at most `max_age` (severity `warning`: published,
  * degraded) and at most `degrade_after` (severity `error`: gated by `on_failure`).
  */
-export function dataTimeRules(contract: Contract, dataset: Dataset): ManifestQualityRule[] {
-  const f = contract.freshness;
-  if (!f?.column || !dataset.schema.properties.some((p) => p.name === f.column)) return [];
+export function dataTimeRules(freshness: Freshness | undefined, properties: ReadonlyArray<{ name: string }>): ManifestQualityRule[] {
+  const f = freshness;
+  if (!f?.column || !properties.some((p) => p.name === f.column)) return [];
   const rule = (name: string, duration: string, severity: "warning" | "error"): ManifestQualityRule => ({
     name,
     metric: "freshness",
@@ -80,9 +65,27 @@ export function dataTimeRules(contract: Contract, dataset: Dataset): ManifestQua
   return [rule("freshness_max_age", f.max_age, "warning"), ...(f.degrade_after ? [rule("freshness_degrade_after", f.degrade_after, "error")] : [])];
 }
 
+/**
+ * The quality rules the audit evaluates for one produced dataset, from what manifestVersion 2
+ * stores once (ADR 0017f): the asset's authored rules (`assets[].quality`, named and severity
+ * decided), then the implicit rules of its key constraints ({@link implicitQualityRules}; one
+ * whose name an authored rule already has gets a position suffix, as {@link qualityNames}
+ * decides), then the data-time rules of the DAG's `freshness.column` ({@link dataTimeRules}).
+ * The runtime derives the same list (`contract_runtime.quality_rules.runtime_quality`); version 1
+ * stored it as `dags[].runtime.datasets[].quality`.
+ *
+ * @param asset The dataset's `assets[]` entry (`schema` null, as for an external, gives its authored rules only).
+ * @param freshness The DAG's `runtime.freshness`.
+ */
+export function runtimeQuality(asset: Pick<ManifestAsset, "schema" | "quality">, freshness: Freshness | undefined): ManifestQualityRule[] {
+  if (!asset.schema) return [...asset.quality];
+  const implicit = implicitQualityRules({ schema: asset.schema, quality: asset.quality });
+  const names = qualityNames([...asset.quality, ...implicit]);
+  return [...asset.quality, ...implicit.map((q, i) => ({ ...q, name: names[asset.quality.length + i]! })), ...dataTimeRules(freshness, asset.schema.properties)];
+}
+
 function runtimeOf(
   c: LinkedContract,
-  assets: ReadonlyMap<string, AssetDeclaration>,
   sqlFiles: ReadonlyMap<string, string>,
   config: OrchestrationConfig,
   dbt: DbtPublishers,
@@ -91,10 +94,8 @@ function runtimeOf(
   const datasets: RuntimeDataset[] = contract.datasets.map((d) => ({
     name: d.name,
     asset: `${contract.domain}.${d.name}`,
-    uri: assets.get(`${contract.domain}.${d.name}`)?.uri ?? null,
+    // The uri, schema and quality rules are the asset's (`assets[]`, ADR 0017f): not repeated here.
     layer: d.layer ?? DEFAULT_LAYER[contract.kind],
-    schema: d.schema,
-    quality: [...qualityOf(d), ...dataTimeRules(contract, d)],
     ...(d.physical ? { physical: d.physical } : {}),
   }));
   const common: Omit<RuntimeCommon, "kind"> = {
@@ -205,7 +206,7 @@ export function planDags(project: LinkedProject): StageResult<DagPlan[]> {
       ],
       default_args: defaultArgs,
       ...(c.deadline ? { deadline: c.deadline } : {}),
-      runtime: runtimeOf(c, project.assets, project.producerFiles, project.config, dbt),
+      runtime: runtimeOf(c, project.producerFiles, project.config, dbt),
     });
   }
   // Sort for determinism.

@@ -2,8 +2,11 @@
 
 The manifest is cached per process by absolute path, and re-read when the file's modification
 time or size changes. Each read is checked against the manifest JSON Schema of its version
-(``manifest-v1.schema.json``, the compiler's ``compiler/schemas/manifest/v1.schema.json``), so the
-stages read only manifests of the shape :mod:`contract_runtime.manifest_types` describes. A task
+(``manifest-v2.schema.json``, the compiler's ``compiler/schemas/manifest/v2.schema.json``), so the
+stages read only manifests of the shape :mod:`contract_runtime.manifest_types` describes. Then each
+``runtime.datasets[]`` entry a task reads is joined to its asset
+(:func:`contract_runtime.quality_rules.resolve_datasets`: ``uri``, ``schema`` and the ``quality``
+rules the audit runs, which version 2 stores once, on the asset; ADR 0017f). A task
 passes its contract id and has checked only what it reads (:func:`task_view`): checking a whole
 1,000-contract manifest took about 15 s per task, since every Airflow task is a new process.
 Imports only the standard library at import time (``jsonschema`` when a manifest is read).
@@ -20,6 +23,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from contract_runtime import __version__ as RUNTIME_VERSION
 from contract_runtime.manifest_types import DagPlan, Manifest
+from contract_runtime.quality_rules import resolve_datasets
 
 if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError
@@ -37,11 +41,11 @@ __all__ = [
     "task_view",
 ]
 
-#: The only manifest version this runtime reads.
-MANIFEST_VERSION: int = 1
+#: The only manifest version this runtime reads (the DAG modules and the manifest are generated together).
+MANIFEST_VERSION: int = 2
 
 #: The manifest JSON Schema of :data:`MANIFEST_VERSION` (a link to the compiler's copy).
-MANIFEST_SCHEMA: Path = Path(__file__).with_name("manifest-v1.schema.json")
+MANIFEST_SCHEMA: Path = Path(__file__).with_name("manifest-v2.schema.json")
 
 _cache: dict[tuple[str, str | None], tuple[tuple[int, int], Manifest]] = {}
 _lock = threading.Lock()
@@ -106,8 +110,9 @@ def task_view(data: dict[str, Any], contract_id: str) -> tuple[dict[str, Any], d
     """The part of a manifest a task of ``contract_id`` reads, for the schema check.
 
     A task reads the top-level fields, its own ``dags[]`` entry, the entries of the DAGs that
-    produce its inlets (their datasets name the upstream tables in lineage) and the ``assets[]``
-    its DAG names as inlets or outlets (freshness policies, URIs). Every other entry is left out,
+    produce its inlets (their datasets name the upstream tables in lineage), the ``assets[]`` its
+    DAG names as inlets or outlets (freshness policies, URIs) and those every dataset of those DAGs
+    names (their schema and quality rules, joined at load). Every other entry is left out,
     as are ``edges`` (no stage reads them). A field that is not a list is kept, for the schema to
     report.
 
@@ -130,6 +135,11 @@ def task_view(data: dict[str, Any], contract_id: str) -> tuple[dict[str, Any], d
         return d is own or (isinstance(outlets, list) and not inlets.isdisjoint(o for o in outlets if isinstance(o, str)))
 
     positions = {"dags": [i for i, d in enumerate(dags) if read(d)]}
+    for i in positions["dags"]:
+        runtime = dags[i].get("runtime")
+        datasets = runtime.get("datasets") if isinstance(runtime, dict) else None
+        if isinstance(datasets, list):
+            names |= {x["asset"] for x in datasets if isinstance(x, dict) and isinstance(x.get("asset"), str)}
     view: dict[str, Any] = {**data, "dags": [dags[i] for i in positions["dags"]], "edges": []}
     if isinstance(assets, list):
         positions["assets"] = [i for i, x in enumerate(assets) if isinstance(x, dict) and x.get("name") in names]
@@ -182,7 +192,10 @@ def load_manifest(path: str | os.PathLike[str], contract_id: str | None = None) 
     :param path: Path of ``manifest.json`` (generated modules pass ``<dags>/../../manifest.json``).
     :param contract_id: The task's contract id: the schema checks only what its tasks read
         (:func:`task_view`). None checks the whole manifest.
-    :returns: The parsed manifest, whole (treat it as read-only: it is shared by the cache).
+    :returns: The parsed manifest, whole (treat it as read-only: it is shared by the cache), the
+        ``runtime.datasets[]`` entries of the DAGs its tasks read (every DAG when ``contract_id``
+        is None) joined to their assets: each also has ``uri``, ``schema`` and ``quality`` (the
+        rules the audit runs, :func:`contract_runtime.quality_rules.runtime_quality`).
     :raises ManifestError: When the file is missing or not JSON, ``manifestVersion`` is not
         :data:`MANIFEST_VERSION`, the compiler that wrote it is of another MAJOR.MINOR than this
         runtime (:func:`compiler_version_problem`, both versions named), or it does not match the
@@ -206,6 +219,12 @@ def load_manifest(path: str | os.PathLike[str], contract_id: str | None = None) 
     if not isinstance(data, dict):
         raise ManifestError(f"manifest {key!r} is not a JSON object")
     version = data.get("manifestVersion")
+    if version == 1:
+        raise ManifestError(
+            f"manifest {key!r} has manifestVersion 1, which stored each dataset's schema and quality rules "
+            f"twice; this runtime reads version {MANIFEST_VERSION} only: recompile the project "
+            f"(contract-assets compile) and deploy the new generated/ folder"
+        )
     if version != MANIFEST_VERSION:
         raise ManifestError(
             f"manifest {key!r} has manifestVersion {version!r}; this runtime reads version "
@@ -226,10 +245,23 @@ def load_manifest(path: str | os.PathLike[str], contract_id: str | None = None) 
         problem = _in_file(problem, positions) if problem is not None else None
     if problem is not None:
         raise ManifestError(f"manifest {key!r} does not match the manifest schema at {problem} (recompile)")
+    _join_datasets(key, data, None if contract_id is None else view["dags"])
     manifest = cast(Manifest, data)
     with _lock:
         _cache[(key, contract_id)] = (stamp, manifest)
     return manifest
+
+
+def _join_datasets(key: str, data: dict[str, Any], dags: list[Any] | None) -> None:
+    """Joins the runtime datasets of ``dags`` (None: every DAG) to their assets (:func:`resolve_datasets`)."""
+    assets = {a["name"]: a for a in data["assets"]}
+    for dag in data["dags"] if dags is None else dags:
+        try:
+            resolve_datasets(assets, dag)
+        except KeyError as exc:
+            raise ManifestError(
+                f"manifest {key!r}: the DAG {dag['dag_id']!r} produces {exc.args[0]!r}, which assets[] does not hold with a schema (recompile)"
+            ) from exc
 
 
 def find_dag(manifest: Manifest, contract_id: str) -> DagPlan:

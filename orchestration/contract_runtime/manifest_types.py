@@ -1,7 +1,7 @@
 """The manifest (``generated/manifest.json``) as ``TypedDict``\\ s: what the runtime reads.
 
-The JSON Schema ``compiler/schemas/manifest/v1.schema.json`` (shipped beside this module as
-``manifest-v1.schema.json``) is the authority, and :func:`contract_runtime.manifest.load_manifest`
+The JSON Schema ``compiler/schemas/manifest/v2.schema.json`` (shipped beside this module as
+``manifest-v2.schema.json``) is the authority, and :func:`contract_runtime.manifest.load_manifest`
 checks every manifest against it before any stage reads it, so code may index required keys
 directly. Each class has the name of a schema ``$defs`` entry; ``test/python/test_manifest_schema.py``
 checks that its keys, and which are required, are the schema's. To add a field: the schema, the
@@ -45,6 +45,7 @@ __all__ = [
     "PythonProducer",
     "PythonRuntime",
     "QualityRule",
+    "ResolvedDataset",
     "RuntimeCommon",
     "RuntimeDataset",
     "RuntimeUpstream",
@@ -162,13 +163,24 @@ class _Physical(TypedDict):
 
 
 class RuntimeDataset(TypedDict):
+    """A dataset a DAG produces, as stored: its URI, schema and quality rules are its asset's."""
+
     name: str
+    #: The ``assets[]`` entry (by name) holding the URI, schema and authored quality rules.
     asset: str
-    uri: str | None
     layer: str
-    schema: DatasetSchema
-    quality: list[QualityRule]
     physical: NotRequired[_Physical]
+
+
+class ResolvedDataset(RuntimeDataset):
+    """A :class:`RuntimeDataset` as :func:`contract_runtime.manifest.load_manifest` returns it,
+    joined to its asset (:func:`contract_runtime.quality_rules.resolve_datasets`; not a schema
+    ``$defs`` entry: version 1 stored these keys, version 2 derives them)."""
+
+    uri: str | None
+    schema: DatasetSchema
+    #: The rules the audit runs: the asset's, the implied ones, the data-time ones.
+    quality: list[QualityRule]
 
 
 class RuntimeUpstream(TypedDict):

@@ -50,8 +50,10 @@ def main() -> None:
         )
         return
 
-    with open(manifest_path, encoding="utf-8") as f:
-        manifest = json.load(f)
+    from contract_runtime.manifest import load_manifest
+
+    # As a task reads it: each runtime dataset joined to its asset, its rules derived (ADR 0017f).
+    manifest = load_manifest(manifest_path)
     dag = max(
         manifest["dags"],
         key=lambda d: sum(

@@ -116,7 +116,7 @@ def measure(work: Path, uri: str, rounds: int, rows: int, corpus: Path | None) -
     from contract_runtime import manifest as manifest_module
     from contract_runtime.operators import AuditOperator, ProduceOperator, PublishOperator
     from contract_runtime.warehouse import DbApiWarehouse
-    from runtime_support import dag_entry, write_manifest
+    from runtime_support import dag_entry, stored_manifest, write_manifest
 
     admin = psycopg.connect(uri.replace("postgres://", "postgresql://", 1))
     admin.autocommit = True
@@ -146,7 +146,9 @@ def measure(work: Path, uri: str, rounds: int, rows: int, corpus: Path | None) -
     manifest_path = write_manifest(work / "project", [dag])
     if corpus is not None:
         data = json.loads(corpus.read_text(encoding="utf-8"))
-        data["dags"].append(dag)
+        stored = stored_manifest([dag])  # as the compiler stores it: the dataset's asset in assets[]
+        data["dags"].extend(stored["dags"])
+        data["assets"].extend(stored["assets"])
         Path(manifest_path).write_text(json.dumps(data, indent=2), encoding="utf-8")
     manifest_bytes = Path(manifest_path).stat().st_size
     asset = Asset(name=contract_id, uri=dag["runtime"]["datasets"][0]["uri"], group="sales")

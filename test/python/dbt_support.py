@@ -61,19 +61,10 @@ def compiled_dag(dag_id: str) -> dict[str, Any]:
 
 
 def write_manifest(root: Path, dags: list[dict[str, Any]], namespace: str = "acme") -> str:
-    """``<root>/generated/manifest.json`` with ``dags``; returns its path."""
-    path = root / "generated" / "manifest.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    manifest = {
-        "manifestVersion": 1,
-        "compiler": {"name": "contract-assets", "version": "0.1.0"},
-        "lineage": {"namespace": namespace},
-        "assets": [],
-        "edges": [],
-        "dags": dags,
-    }
-    path.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
-    return str(path)
+    """``<root>/generated/manifest.json`` with ``dags``; returns its path (``runtime_support.write_manifest``)."""
+    from runtime_support import write_manifest as write
+
+    return write(root, dags, namespace)
 
 
 INVOICES = [

@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import socket
@@ -102,8 +103,11 @@ def make_run(
 
 
 def load_manifest() -> dict[str, Any]:
-    """The compiled manifest of the bundled corpus."""
-    return json.loads(MANIFEST_PATH.read_text(encoding="utf-8"))
+    """The compiled manifest of the bundled corpus as a task reads it (each runtime dataset joined
+    to its asset, ``contract_runtime.manifest.load_manifest``), a copy of its own."""
+    from contract_runtime.manifest import load_manifest as runtime_load
+
+    return copy.deepcopy(dict(runtime_load(MANIFEST_PATH)))
 
 
 def dag_entry(manifest: Mapping[str, Any], dag_id: str) -> dict[str, Any]:

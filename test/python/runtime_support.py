@@ -109,17 +109,63 @@ def dag_entry(
     }
 
 
-def write_manifest(root: Path, dags: list[dict[str, Any]]) -> str:
-    """Write ``<root>/generated/manifest.json`` holding ``dags``; return its path."""
-    path = root / "generated" / "manifest.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    manifest = {
-        "manifestVersion": 1,
+REPO = Path(__file__).resolve().parents[2]
+
+
+def asset_entry(name: str, uri: str | None, schema: dict[str, Any], quality: list[dict[str, Any]], producer: str | None) -> dict[str, Any]:
+    """One manifest ``assets[]`` entry of a produced dataset (``producer``: its dag_id)."""
+    return {
+        "name": name,
+        "uri": uri if uri is not None else f"x-datalake://curated/{name.replace('.', '/')}",
+        "group": name.rsplit(".", 1)[0],
+        "extra": {"contract_id": producer} if producer else {},
+        "external": False,
+        "status": "active",
+        "producer": producer,
+        "contract": f"contracts/{producer or name}.yaml",
+        "contract_sha256": "0" * 64,
+        "schema": schema,
+        "quality": quality,
+        "renamed_from": [],
+    }
+
+
+def stored_manifest(dags: list[dict[str, Any]], *, namespace: str = "test", assets: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A manifest (``manifestVersion`` 2) holding ``dags``, as the compiler stores it (ADR 0017f).
+
+    A dataset given in the shape :func:`contract_runtime.manifest.load_manifest` returns (with
+    ``uri``, ``schema`` and ``quality``) is stored as the compiler does: those keys move to an
+    ``assets[]`` entry, which keeps only the authored rules (those with ``implied_by`` or of
+    metric ``freshness`` are derived again at load). A dataset without them (a ``dags[]`` entry of
+    a compiled manifest) takes its asset from ``assets``, else from the bundled project's
+    ``generated/manifest.json``. The input is not changed.
+    """
+    dags = copy.deepcopy(dags)
+    by_name = {a["name"]: copy.deepcopy(a) for a in assets or []}
+    compiled: dict[str, Any] | None = None
+    for dag in dags:
+        for d in dag["runtime"]["datasets"]:
+            if "schema" in d:
+                authored = [q for q in d.pop("quality", []) if "implied_by" not in q and q.get("metric") != "freshness"]
+                by_name[d["asset"]] = asset_entry(d["asset"], d.pop("uri", None), d.pop("schema"), authored, dag["dag_id"])
+            elif d["asset"] not in by_name:
+                if compiled is None:
+                    text = (REPO / "generated" / "manifest.json").read_text(encoding="utf-8")
+                    compiled = {a["name"]: a for a in json.loads(text)["assets"]}
+                by_name[d["asset"]] = copy.deepcopy(compiled[d["asset"]])
+    return {
+        "manifestVersion": 2,
         "compiler": {"name": "contract-assets", "version": "0.1.0"},
-        "lineage": {"namespace": "test"},
-        "assets": [],
+        "lineage": {"namespace": namespace},
+        "assets": sorted(by_name.values(), key=lambda a: str(a["name"])),
         "edges": [],
         "dags": dags,
     }
-    path.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+
+
+def write_manifest(root: Path, dags: list[dict[str, Any]], namespace: str = "test") -> str:
+    """Write ``<root>/generated/manifest.json`` holding ``dags`` (:func:`stored_manifest`); return its path."""
+    path = root / "generated" / "manifest.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(stored_manifest(dags, namespace=namespace), indent=2), encoding="utf-8")
     return str(path)

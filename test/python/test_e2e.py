@@ -33,6 +33,7 @@ emitter and event type are asserted and printed in the terminal summary.
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import json
 import os
@@ -220,7 +221,10 @@ def template_db(workdir: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def manifest() -> dict[str, Any]:
-    return json.loads((REPO / "generated" / "manifest.json").read_text(encoding="utf-8"))
+    """The bundled manifest as a task reads it: each runtime dataset joined to its asset (ADR 0017f)."""
+    from contract_runtime.manifest import load_manifest
+
+    return copy.deepcopy(dict(load_manifest(REPO / "generated" / "manifest.json")))
 
 
 #: Wall time of the main run (every DAG in dependency order with DAG.test(), one process), in

@@ -99,7 +99,7 @@ def _manifest() -> tuple[dict[str, Any], dict[str, Any]]:
         },
     }
     manifest = {
-        "manifestVersion": 1,
+        "manifestVersion": 2,
         "lineage": {"namespace": "acme"},
         "assets": [
             {"name": "crm.accounts", "uri": "postgres://crm.internal/crm/public/accounts", "external": True},

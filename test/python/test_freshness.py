@@ -271,7 +271,12 @@ def test_compiled_data_time_rules_are_in_the_runtime(tmp_path: Path) -> None:
     case = Path(__file__).resolve().parents[1] / "cases" / "freshness-monitor-and-deadlines" / "expected" / "generated" / "manifest.json"
     manifest = json.loads(case.read_text(encoding="utf-8"))
     dag = kit.dag_entry(manifest, "sales.orders_clean")
-    rules = {r["name"]: r for r in dag["runtime"]["datasets"][0]["quality"] if r.get("metric") == "freshness"}
+    # Not stored (manifestVersion 2, ADR 0017f): the runtime derives them from the policy at load.
+    assert "quality" not in dag["runtime"]["datasets"][0] and dag["runtime"]["freshness"]["column"]
+    from contract_runtime.manifest import load_manifest
+
+    joined = kit.dag_entry(dict(load_manifest(case)), "sales.orders_clean")
+    rules = {r["name"]: r for r in joined["runtime"]["datasets"][0]["quality"] if r.get("metric") == "freshness"}
     assert (rules["freshness_max_age"]["severity"], rules["freshness_max_age"]["mustBeLessOrEqualTo"]) == ("warning", 7200)
     assert (rules["freshness_degrade_after"]["severity"], rules["freshness_degrade_after"]["mustBeLessOrEqualTo"]) == ("error", 21600)
     assert dag["deadline"]["reference"] == "logical_date" and dag["deadline"]["interval_seconds"] == 1800

@@ -25,7 +25,7 @@ from contract_runtime.producers import _PRODUCERS
 from contract_runtime.sqlutil import DIALECTS, PHYSICAL_TYPE_PATTERN
 
 REPO = Path(__file__).resolve().parents[2]
-SCHEMA: dict[str, Any] = json.loads((REPO / "compiler" / "schemas" / "manifest" / "v1.schema.json").read_text("utf-8"))
+SCHEMA: dict[str, Any] = json.loads((REPO / "compiler" / "schemas" / "manifest" / "v2.schema.json").read_text("utf-8"))
 DEFS: dict[str, dict[str, Any]] = SCHEMA["$defs"]
 
 
@@ -42,7 +42,7 @@ def _shape(name: str) -> tuple[set[str], set[str]]:
 
 
 def test_the_runtime_reads_the_compilers_schema() -> None:
-    assert MANIFEST_SCHEMA.resolve() == (REPO / "compiler" / "schemas" / "manifest" / "v1.schema.json").resolve()
+    assert MANIFEST_SCHEMA.resolve() == (REPO / "compiler" / "schemas" / "manifest" / "v2.schema.json").resolve()
 
 
 OBJECT_DEFS = sorted(n for n, d in DEFS.items() if d.get("type") == "object" and "properties" in d and n != "DagRuntime")
@@ -93,18 +93,26 @@ def test_bundled_manifest_is_valid() -> None:
 def test_a_damaged_manifest_fails_the_read_with_the_path_of_the_field(tmp_path: Path) -> None:
     data = _bundled()
     i, dag = next((i, d) for i, d in enumerate(data["dags"]) if d["runtime"]["producer"]["type"] == "sql")
+    # The dataset's schema and authored rules are its asset's (manifestVersion 2).
+    k = next(k for k, a in enumerate(data["assets"]) if a["quality"] and a["producer"] is not None)
     bad = copy.deepcopy(data)
-    del bad["dags"][i]["runtime"]["datasets"][0]["quality"][0]["severity"]
+    del bad["assets"][k]["quality"][0]["severity"]
     path = tmp_path / "generated" / "manifest.json"
     path.parent.mkdir()
     path.write_text(json.dumps(bad), encoding="utf-8")
     with pytest.raises(ManifestError) as raised:
         load_manifest(path)
-    assert f"/dags/{i}/runtime/datasets/0/quality/0 (dag_id {dag['dag_id']!r}): 'severity' is a required property" in str(raised.value)
+    assert f"/assets/{k}/quality/0: 'severity' is a required property" in str(raised.value)
     bad = copy.deepcopy(data)
-    bad["dags"][i]["runtime"]["datasets"][0]["schema"]["properties"][0]["physicalType"] = "text; drop table x"
+    a = next(k for k, a in enumerate(data["assets"]) if a["name"] == dag["runtime"]["datasets"][0]["asset"])
+    bad["assets"][a]["schema"]["properties"][0]["physicalType"] = "text; drop table x"
     problem = schema_problem(bad)
-    assert problem is not None and problem.startswith(f"/dags/{i}/runtime/datasets/0/schema/properties/0/physicalType ")
+    assert problem is not None and problem.startswith(f"/assets/{a}/schema/properties/0/physicalType: ")
+    # Version 1 repeated them in the runtime dataset: the version-2 schema refuses them there.
+    bad = copy.deepcopy(data)
+    bad["dags"][i]["runtime"]["datasets"][0]["quality"] = []
+    problem = schema_problem(bad)
+    assert problem is not None and problem.startswith(f"/dags/{i}/runtime/datasets/0 (dag_id {dag['dag_id']!r}): Additional properties are not allowed ('quality'")
     bad = copy.deepcopy(data)
     bad["dags"][i]["runtime"]["producer"]["type"] = "spark"
     problem = schema_problem(bad)
@@ -133,7 +141,9 @@ def test_a_task_checks_what_it_reads_and_names_the_field_in_the_file(tmp_path: P
     )
     view, positions = task_view(data, reader["dag_id"])
     assert [d["dag_id"] for d in view["dags"]] == [d["dag_id"] for d in data["dags"] if d["dag_id"] in {reader["dag_id"], *(producer_of[n] for n in reader["inlets"] if n in producer_of)}]
-    assert sorted(a["name"] for a in view["assets"]) == sorted(a["name"] for a in data["assets"] if a["name"] in named)
+    # ... and the assets of every dataset those DAGs produce (joined at load, ADR 0017f).
+    joined = named | {x["asset"] for d in view["dags"] for x in d["runtime"]["datasets"]}
+    assert sorted(a["name"] for a in view["assets"]) == sorted(a["name"] for a in data["assets"] if a["name"] in joined)
     assert view["edges"] == [] and positions["dags"] == [index[d["dag_id"]] for d in view["dags"]]
 
     # Another DAG's damaged entry: the reader's tasks run, the whole check refuses it.

@@ -111,9 +111,10 @@ def _context(
     tmp_path: Path, wh: DuckDBWarehouse, params: dict[str, Any], logical: datetime.datetime
 ) -> ProducerContext:
     import copy
-    import json
 
-    manifest = json.loads((REPO / "generated" / "manifest.json").read_text())
+    from contract_runtime.manifest import load_manifest
+
+    manifest = copy.deepcopy(dict(load_manifest(REPO / "generated" / "manifest.json")))
     dag = copy.deepcopy(next(d for d in manifest["dags"] if d["dag_id"] == "revrec.monthly"))
     dag["runtime"]["producer"]["params"] = params
     run = run_identity("revrec.monthly", run_id="rr", logical_date=logical)

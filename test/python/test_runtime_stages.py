@@ -108,7 +108,7 @@ def test_passing_run_publishes(env: dict[str, Any], hook: Hook) -> None:
     # both events name the dataset after the warehouse it is in and its target table (one identity)
     naming = {"warehouse_namespace": f"duckdb://{env['path']}", "warehouse_database": "s"}
     _, args = hook.calls[1]
-    assert args[3]["name"] == "orders" and [r["name"] for r in args[4]] == ["order_id_not_null", "rowCount"]
+    assert args[3]["name"] == "orders" and [r["name"] for r in args[4]] == ["order_id_not_null", "rowCount", "order_id_unique"]
     assert {k: args[3][k] for k in ("table", *naming)} == {"table": "sales.orders", **naming}
     _, args = hook.calls[2]
     assert set(args[3][0]) == {

@@ -285,8 +285,12 @@ def test_manifest_cache_version_and_lookup(tmp_path: Path) -> None:
     assert find_dag(m, "a.b")["runtime"]["domain"] == "a"
     with pytest.raises(ManifestError, match="not in the manifest"):
         find_dag(m, "x.y")
-    path.write_text(json.dumps({"manifestVersion": 2, "dags": []}) + " ")
-    with pytest.raises(ManifestError, match="manifestVersion 2"):
+    path.write_text(json.dumps({"manifestVersion": 3, "dags": []}) + " ")
+    with pytest.raises(ManifestError, match="manifestVersion 3"):
+        load_manifest(path)
+    # Version 1 (schema and rules stored twice, ADR 0017f): the DAGs are older than this runtime.
+    path.write_text(json.dumps({"manifestVersion": 1, "dags": []}) + "  ")
+    with pytest.raises(ManifestError, match=r"manifestVersion 1, .*reads version 2 only: recompile the project"):
         load_manifest(path)
     with pytest.raises(ManifestError):
         load_manifest(tmp_path / "missing.json")

@@ -73,7 +73,7 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]
     base = tmp_path_factory.mktemp("wheel")
     source = base / "src"
     source.mkdir()
-    # A copy, links resolved (manifest-v1.schema.json links to the compiler's schema), so the
+    # A copy, links resolved (manifest-v2.schema.json links to the compiler's schema), so the
     # build leaves nothing in the repository.
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(REPO_ROOT / "orchestration" / name, source / name)
@@ -118,7 +118,7 @@ def test_the_wheel_holds_the_package_its_schemas_and_its_declared_dependencies(d
         facets = sorted(p.name for p in (REPO_ROOT / "orchestration" / "contract_runtime" / "facets").glob("*.json"))
         assert facets and all(f"contract_runtime/facets/{f}" in names for f in facets)
         # The manifest schema is the compiler's file itself, not the link to it.
-        assert wheel.read("contract_runtime/manifest-v1.schema.json") == (REPO_ROOT / "compiler" / "schemas" / "manifest" / "v1.schema.json").read_bytes()
+        assert wheel.read("contract_runtime/manifest-v2.schema.json") == (REPO_ROOT / "compiler" / "schemas" / "manifest" / "v2.schema.json").read_bytes()
         metadata = wheel.read(f"contract_runtime-{VERSION}.dist-info/METADATA").decode()
     from packaging.requirements import Requirement
 

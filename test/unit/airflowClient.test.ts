@@ -202,7 +202,7 @@ describe("runStaleCommand", () => {
     return root;
   }
   const MANIFEST = JSON.stringify({
-    manifestVersion: 1,
+    manifestVersion: 2,
     compiler: { name: "contract-assets", version: "0.0.0" },
     lineage: { namespace: "test" },
     assets: [{ name: "a", uri: "x-lake://a", group: "a", extra: {}, external: false, status: "active", producer: "a", contract: "contracts/a.yaml", contract_sha256: null, schema: null, quality: [], renamed_from: [] }],
@@ -264,7 +264,7 @@ describe("runStaleCommand", () => {
     expect(missing.stderr).toMatch(/^contract-assets: stale: generated\/manifest.json: cannot read the file: ENOENT \(run "contract-assets compile" first\)\n$/);
     const other = await run(project(JSON.stringify({ manifestVersion: 99, assets: [], edges: [], dags: [] })), url);
     expect(other.code).toBe(2);
-    expect(other.stderr).toContain("manifestVersion 99 is not 1; compile it again with this compiler");
+    expect(other.stderr).toContain("manifestVersion 99 is not 2 (nor 1, which this compiler still reads); compile it again with this compiler");
     const garbage = await run(project("{"), url);
     expect(garbage.code).toBe(2);
     expect(garbage.stderr).toContain("generated/manifest.json: not JSON");

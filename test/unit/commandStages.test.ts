@@ -119,7 +119,7 @@ describe("an unchanged previous manifest is taken as the same state", () => {
     try {
       expect(shown(root, COMPILE).errors).toBe(false);
       const file = path.join(root, "generated", "manifest.json");
-      fs.writeFileSync(file, fs.readFileSync(file, "utf8").replace('"manifestVersion": 1', '"manifestVersion": 99'));
+      fs.writeFileSync(file, fs.readFileSync(file, "utf8").replace('"manifestVersion": 2', '"manifestVersion": 99'));
       for (const options of [VALIDATE, CHECK, COMPILE]) {
         const result = compileProject(defaultLayout(root), options);
         expect(result.diagnostics.map((d) => d.code)).toContain("CA1101");

@@ -49,6 +49,6 @@ describe("the previous state", () => {
     const forced = compileProject(defaultLayout(root), { against: "HEAD", write: "write", force: true });
     expect(forced.diagnostics.filter((d) => d.code === "CA1101" || d.code === "CA7002").map((d) => d.severity)).toEqual(["warning", "warning"]);
     expect(forced.written?.written).toContain("generated/manifest.json");
-    expect(JSON.parse(fs.readFileSync(path.join(root, "generated", "manifest.json"), "utf8")).manifestVersion).toBe(1);
+    expect(JSON.parse(fs.readFileSync(path.join(root, "generated", "manifest.json"), "utf8")).manifestVersion).toBe(2);
   });
 });

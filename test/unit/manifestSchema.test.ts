@@ -55,7 +55,12 @@ describe("manifest schema", () => {
   it("accepts every golden manifest and the bundled one", () => {
     const files = manifests();
     expect(files.length).toBeGreaterThan(30);
-    for (const file of files) expect(checkManifest(JSON.parse(fs.readFileSync(file, "utf8"))).problem, path.relative(REPO, file)).toBeUndefined();
+    // Each against the schema of its version (a case may keep a version-1 previous state, ADR 0017f).
+    for (const file of files) {
+      const value = JSON.parse(fs.readFileSync(file, "utf8")) as { manifestVersion: number };
+      expect(checkManifest(value, value.manifestVersion).problem, path.relative(REPO, file)).toBeUndefined();
+    }
+    expect(files.filter((f) => (JSON.parse(fs.readFileSync(f, "utf8")) as { manifestVersion: number }).manifestVersion === 2).length).toBeGreaterThan(30);
   });
 
   it("refuses the damaged previous manifests the CA1101 cases keep as they were", () => {
@@ -66,16 +71,24 @@ describe("manifest schema", () => {
 
   it("names the offending field of a damaged manifest by its path", () => {
     const bundled = JSON.parse(fs.readFileSync(path.join(REPO, "generated", "manifest.json"), "utf8")) as {
-      dags: Array<{ runtime: { producer: { type: string }; datasets: Array<{ quality: Array<Record<string, unknown>>; schema: { properties: Array<Record<string, unknown>> } }> } }>;
+      assets: Array<{ name: string; quality: Array<Record<string, unknown>>; schema: { properties: Array<Record<string, unknown>> } | null }>;
+      dags: Array<{ runtime: { producer: { type: string }; datasets: Array<Record<string, unknown> & { asset: string }> } }>;
     };
     const i = bundled.dags.findIndex((d) => d.runtime.producer.type === "sql");
     const dag = bundled.dags[i]!;
-    delete dag.runtime.datasets[0]!.quality[0]!.severity;
-    expect(checkManifest(bundled).problem).toBe(`/dags/${i}/runtime/datasets/0/quality/0: must have required property 'severity'`);
-    dag.runtime.datasets[0]!.quality[0]!.severity = "error";
-    dag.runtime.datasets[0]!.schema.properties[0]!.physicalType = "text; drop table x";
-    expect(checkManifest(bundled).problem).toMatch(new RegExp(`^/dags/${i}/runtime/datasets/0/schema/properties/0/physicalType: must match pattern`));
-    delete dag.runtime.datasets[0]!.schema.properties[0]!.physicalType;
+    // A dataset's schema and authored rules are its asset's (manifestVersion 2, ADR 0017f).
+    const k = bundled.assets.findIndex((a) => a.name === dag.runtime.datasets[0]!.asset);
+    const asset = bundled.assets[k]!;
+    delete asset.quality[0]!.severity;
+    expect(checkManifest(bundled).problem).toBe(`/assets/${k}/quality/0: must have required property 'severity'`);
+    asset.quality[0]!.severity = "error";
+    asset.schema!.properties[0]!.physicalType = "text; drop table x";
+    expect(checkManifest(bundled).problem).toMatch(new RegExp(`^/assets/${k}/schema/properties/0/physicalType: must match pattern`));
+    delete asset.schema!.properties[0]!.physicalType;
+    // What version 1 repeated there is refused.
+    dag.runtime.datasets[0]!.schema = asset.schema;
+    expect(checkManifest(bundled).problem).toBe(`/dags/${i}/runtime/datasets/0: must NOT have additional properties ("schema")`);
+    delete dag.runtime.datasets[0]!.schema;
     (dag.runtime as Record<string, unknown>).surprise = 1;
     expect(checkManifest(bundled).problem).toBe(`/dags/${i}/runtime: must NOT have unevaluated properties ("surprise")`);
     dag.runtime.producer.type = "spark";

@@ -89,7 +89,7 @@ describe("the previous manifest read against the new one", () => {
         previousText.replace(/\n {4}\},\n {4}\{/, "\n    }\n    {"),
         // Outside the records.
         previousText.replace(/"namespace": "[^"]*"/, '"namespace": 7'),
-        previousText.replace('"manifestVersion": 1', '"manifestVersion": 99'),
+        previousText.replace('"manifestVersion": 2', '"manifestVersion": 99'),
       ];
       for (const text of damaged) {
         expect(text).not.toBe(previousText);
