@@ -1,6 +1,6 @@
 import { createDiagnostic, Diagnostics } from "../../diagnostics/catalogue.js";
 import { describePath } from "../mapSchemaErrors.js";
-import type { DocumentRule } from "./rule.js";
+import { forEachString, type DocumentRule } from "./rule.js";
 
 /** `scheme://user[:password]@…` anywhere in a text. */
 const USER_INFO = /[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/\s@]*@/;
@@ -14,14 +14,11 @@ const USER_INFO = /[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/\s@]*@/;
 export const CredentialInTextRule: DocumentRule = {
   name: "CredentialInTextRule",
   check(document, context) {
-    const walk = (value: unknown, path: Array<string | number>): void => {
-      if (typeof value === "string") {
-        if (path[path.length - 1] !== "uri" && USER_INFO.test(value)) {
-          context.report(createDiagnostic(Diagnostics.CredentialInText, { field: (context.source.describe ?? describePath)(path) }, context.source.locate(path)));
-        }
-      } else if (Array.isArray(value)) value.forEach((v, i) => walk(v, [...path, i]));
-      else if (value !== null && typeof value === "object") for (const [k, v] of Object.entries(value)) walk(v, [...path, k]);
-    };
-    walk(document, []);
+    forEachString(document, (text, path) => {
+      // `://` first: most texts have none, and the pattern cannot match without it.
+      if (text.includes("://") && path[path.length - 1] !== "uri" && USER_INFO.test(text)) {
+        context.report(createDiagnostic(Diagnostics.CredentialInText, { field: (context.source.describe ?? describePath)([...path]) }, context.source.locate([...path])));
+      }
+    });
   },
 };

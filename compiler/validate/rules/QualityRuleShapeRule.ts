@@ -19,16 +19,17 @@ export const QualityRuleShapeRule: DocumentRule = {
       const columns = new Set(dataset.schema.properties.map((p) => p.name));
       (dataset.quality ?? []).forEach((rule, ri) => {
         const base = ["datasets", di, "quality", ri];
-        const at = context.source.locate(base);
+        // Located only when a finding needs it (most rules have none).
+        const at = () => context.source.locate(base);
         const operators = QUALITY_OPERATORS.filter((o) => rule[o] !== undefined);
-        if (operators.length !== 1) context.report(createDiagnostic(Diagnostics.QualityOperatorCount, { count: operators.length }, at));
+        if (operators.length !== 1) context.report(createDiagnostic(Diagnostics.QualityOperatorCount, { count: operators.length }, at()));
         for (const o of ["mustBeBetween", "mustNotBeBetween"] as const) {
           const range = rule[o];
           if (range && range[0] > range[1]) context.report(createDiagnostic(Diagnostics.QualityBadRange, { operator: o }, context.source.locate([...base, o])));
         }
         const isSql = rule.type === "sql";
         if (isSql) {
-          if (rule.query === undefined) context.report(createDiagnostic(Diagnostics.MissingField, { field: "query", where: `datasets[${di}].quality[${ri}]` }, at));
+          if (rule.query === undefined) context.report(createDiagnostic(Diagnostics.MissingField, { field: "query", where: `datasets[${di}].quality[${ri}]` }, at()));
           else if (!rule.query.includes("{dataset}")) context.report(createDiagnostic(Diagnostics.QualitySqlPlaceholder, {}, context.source.locate([...base, "query"])));
           if (rule.metric !== undefined) {
             context.report(createDiagnostic(Diagnostics.SchemaViolation, { field: "metric", detail: 'cannot be combined with "type: sql"' }, context.source.locate([...base, "metric"])));
@@ -36,14 +37,14 @@ export const QualityRuleShapeRule: DocumentRule = {
           return;
         }
         if (rule.metric === undefined) {
-          context.report(createDiagnostic(Diagnostics.MissingField, { field: "metric", where: `datasets[${di}].quality[${ri}]` }, at, { hint: 'or write "type: sql" with a "query"' }));
+          context.report(createDiagnostic(Diagnostics.MissingField, { field: "metric", where: `datasets[${di}].quality[${ri}]` }, at(), { hint: 'or write "type: sql" with a "query"' }));
           return;
         }
         if (rule.query !== undefined) {
           context.report(createDiagnostic(Diagnostics.SchemaViolation, { field: "query", detail: 'needs "type: sql"' }, context.source.locate([...base, "query"])));
         }
         if (COLUMN_METRICS.has(rule.metric)) {
-          if (rule.column === undefined) context.report(createDiagnostic(Diagnostics.QualityMissingColumn, { metric: rule.metric }, at));
+          if (rule.column === undefined) context.report(createDiagnostic(Diagnostics.QualityMissingColumn, { metric: rule.metric }, at()));
           else if (!columns.has(rule.column)) {
             context.report(
               createDiagnostic(Diagnostics.QualityUnknownColumn, { column: rule.column, dataset: dataset.name }, context.source.locate([...base, "column"])),
@@ -51,7 +52,7 @@ export const QualityRuleShapeRule: DocumentRule = {
           }
         }
         if (rule.metric === "invalidValues" && rule.validValues === undefined) {
-          context.report(createDiagnostic(Diagnostics.QualityMissingValidValues, {}, at));
+          context.report(createDiagnostic(Diagnostics.QualityMissingValidValues, {}, at()));
         }
       });
     });

@@ -1,6 +1,6 @@
 import { createDiagnostic, Diagnostics } from "../../diagnostics/catalogue.js";
 import { describePath } from "../mapSchemaErrors.js";
-import type { DocumentRule } from "./rule.js";
+import { forEachString, type DocumentRule } from "./rule.js";
 
 /**
  * A template variable: `${NAME}` (shell, `${NAME:-default}` too) or `{{ name }}` / `{{ var.value.x
@@ -8,6 +8,9 @@ import type { DocumentRule } from "./rule.js";
  * JSON text) are data, not a reference someone expects to be filled.
  */
 const PLACEHOLDER = /\$\{\s*[A-Za-z_][\w.]*(?:\s*:?[-=?+][^}]*)?\s*\}|\{\{\s*[A-Za-z_][\w.]*\s*(?:\|[^}]*)?\}\}/;
+
+/** A text below one of these keys (at any depth) reaches Airflow or lineage as written. */
+const REACHING_KEYS: ReadonlySet<string | number> = new Set(["physical", "extra", "description"]);
 
 /**
  * No `${…}` or `{{…}}` placeholder in a text that reaches Airflow or lineage as written: a
@@ -20,19 +23,14 @@ const PLACEHOLDER = /\$\{\s*[A-Za-z_][\w.]*(?:\s*:?[-=?+][^}]*)?\s*\}|\{\{\s*[A-
 export const TemplateFreeTextRule: DocumentRule = {
   name: "TemplateFreeTextRule",
   check(document, context) {
-    const walk = (value: unknown, path: Array<string | number>, reaches: boolean): void => {
-      if (typeof value === "string") {
-        const found = reaches ? PLACEHOLDER.exec(value) : null;
-        if (found) {
-          context.report(
-            createDiagnostic(Diagnostics.TemplateInLineageText, { field: describePath(path), placeholder: found[0] }, context.source.locate(path)),
-          );
-        }
-      } else if (Array.isArray(value)) value.forEach((v, i) => walk(v, [...path, i], reaches));
-      else if (value !== null && typeof value === "object") {
-        for (const [k, v] of Object.entries(value)) walk(v, [...path, k], reaches || k === "physical" || k === "extra" || k === "description");
+    forEachString(document, (text, path) => {
+      // `${` or `{{` first: most texts have neither, and the pattern cannot match without one.
+      if (!text.includes("${") && !text.includes("{{")) return;
+      if (!path.some((key) => REACHING_KEYS.has(key))) return;
+      const found = PLACEHOLDER.exec(text);
+      if (found) {
+        context.report(createDiagnostic(Diagnostics.TemplateInLineageText, { field: describePath([...path]), placeholder: found[0] }, context.source.locate([...path])));
       }
-    };
-    walk(document, [], false);
+    });
   },
 };
