@@ -8,7 +8,9 @@ stages read only manifests of the shape :mod:`contract_runtime.manifest_types` d
 (:func:`contract_runtime.quality_rules.resolve_datasets`: ``uri``, ``schema`` and the ``quality``
 rules the audit runs, which version 2 stores once, on the asset; ADR 0017f). A task
 passes its contract id and has checked only what it reads (:func:`task_view`): checking a whole
-1,000-contract manifest took about 15 s per task, since every Airflow task is a new process.
+1,000-contract manifest took about 15 s per task, since every Airflow task is a new process. It
+also parses only that part (:mod:`contract_runtime.manifest_slice`, ADR 0017h), and gets back
+only that part: parsing the whole 18 MB file took about 0.4 s per task.
 Imports only the standard library at import time (``jsonschema`` when a manifest is read).
 """
 
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from contract_runtime import __version__ as RUNTIME_VERSION
+from contract_runtime.manifest_slice import task_slice
 from contract_runtime.manifest_types import DagPlan, Manifest
 from contract_runtime.quality_rules import resolve_datasets
 
@@ -38,6 +41,7 @@ __all__ = [
     "project_root",
     "resolve_project_path",
     "schema_problem",
+    "task_names",
     "task_view",
 ]
 
@@ -106,15 +110,26 @@ def schema_problem(data: Any) -> str | None:
     return f"{where}: {best.message}"
 
 
+def task_names(own: Any) -> tuple[set[str], set[str]]:
+    """The Asset names a task reads: ``(inlets, inlets | outlets)`` of ``own``, its ``dags[]`` entry."""
+    own_fields = own if isinstance(own, dict) else {}
+    inlets = {n for n in own_fields.get("inlets") or [] if isinstance(n, str)}
+    outlets = {n for n in own_fields.get("outlets") or [] if isinstance(n, str)}
+    return inlets, inlets | outlets
+
+
 def task_view(data: dict[str, Any], contract_id: str) -> tuple[dict[str, Any], dict[str, list[int]]]:
-    """The part of a manifest a task of ``contract_id`` reads, for the schema check.
+    """The part of a manifest a task of ``contract_id`` reads (ADR 0017b, ADR 0017h).
 
     A task reads the top-level fields, its own ``dags[]`` entry, the entries of the DAGs that
     produce its inlets (their datasets name the upstream tables in lineage), the ``assets[]`` its
-    DAG names as inlets or outlets (freshness policies, URIs) and those every dataset of those DAGs
-    names (their schema and quality rules, joined at load). Every other entry is left out,
-    as are ``edges`` (no stage reads them). A field that is not a list is kept, for the schema to
-    report.
+    DAG names as inlets or outlets (freshness policies, URIs; :func:`task_names`) and those every
+    dataset of those DAGs names (their schema and quality rules, joined at load). Every other
+    entry is left out, as are ``edges`` (no stage reads them) and ``freshness_monitor`` unless its
+    ``dag_id`` is ``contract_id`` (only the monitor's task reads it; at 1,000 contracts its schema
+    check cost a task more than the rest of its view). The monitor's view is the top-level fields.
+    A field that is not a list, or a ``freshness_monitor`` without a string ``dag_id``, is kept,
+    for the schema to report.
 
     :param data: A parsed manifest (a JSON object).
     :param contract_id: The contract id (= dag_id) of the task.
@@ -125,8 +140,7 @@ def task_view(data: dict[str, Any], contract_id: str) -> tuple[dict[str, Any], d
     if not isinstance(dags, list):
         return data, {}
     own = next((d for d in dags if isinstance(d, dict) and d.get("dag_id") == contract_id), None)
-    inlets = {n for n in (own or {}).get("inlets") or [] if isinstance(n, str)}
-    names = inlets | {n for n in (own or {}).get("outlets") or [] if isinstance(n, str)}
+    inlets, names = task_names(own)
 
     def read(d: Any) -> bool:
         if not isinstance(d, dict):
@@ -141,6 +155,9 @@ def task_view(data: dict[str, Any], contract_id: str) -> tuple[dict[str, Any], d
         if isinstance(datasets, list):
             names |= {x["asset"] for x in datasets if isinstance(x, dict) and isinstance(x.get("asset"), str)}
     view: dict[str, Any] = {**data, "dags": [dags[i] for i in positions["dags"]], "edges": []}
+    monitor = data.get("freshness_monitor")
+    if isinstance(monitor, dict) and isinstance(monitor.get("dag_id"), str) and monitor["dag_id"] != contract_id:
+        del view["freshness_monitor"]
     if isinstance(assets, list):
         positions["assets"] = [i for i, x in enumerate(assets) if isinstance(x, dict) and x.get("name") in names]
         view["assets"] = [assets[i] for i in positions["assets"]]
@@ -190,12 +207,16 @@ def load_manifest(path: str | os.PathLike[str], contract_id: str | None = None) 
     """Load, check and cache the manifest at ``path``.
 
     :param path: Path of ``manifest.json`` (generated modules pass ``<dags>/../../manifest.json``).
-    :param contract_id: The task's contract id: the schema checks only what its tasks read
-        (:func:`task_view`). None checks the whole manifest.
-    :returns: The parsed manifest, whole (treat it as read-only: it is shared by the cache), the
+    :param contract_id: The task's contract id: only what its tasks read is parsed and checked
+        against the schema (:func:`task_view`; read from the file's records by
+        :func:`contract_runtime.manifest_slice.task_slice` when the file is in the compiler's
+        layout, else from the whole parsed file, ADR 0017h). None reads and checks the whole
+        manifest.
+    :returns: The manifest; with the ``contract_id`` of a ``dags[]`` entry, its
+        :func:`task_view` (treat either as read-only: it is shared by the cache). The
         ``runtime.datasets[]`` entries of the DAGs its tasks read (every DAG when ``contract_id``
-        is None) joined to their assets: each also has ``uri``, ``schema`` and ``quality`` (the
-        rules the audit runs, :func:`contract_runtime.quality_rules.runtime_quality`).
+        is None) are joined to their assets: each also has ``uri``, ``schema`` and ``quality``
+        (the rules the audit runs, :func:`contract_runtime.quality_rules.runtime_quality`).
     :raises ManifestError: When the file is missing or not JSON, ``manifestVersion`` is not
         :data:`MANIFEST_VERSION`, the compiler that wrote it is of another MAJOR.MINOR than this
         runtime (:func:`compiler_version_problem`, both versions named), or it does not match the
@@ -211,11 +232,15 @@ def load_manifest(path: str | os.PathLike[str], contract_id: str | None = None) 
         hit = _cache.get((key, contract_id))
         if hit is not None and hit[0] == stamp:
             return hit[1]
-    try:
-        with open(key, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except (OSError, ValueError) as exc:
-        raise ManifestError(f"manifest {key!r} is not readable JSON: {exc}") from exc
+    sliced = task_slice(key, contract_id) if contract_id is not None else None
+    if sliced is not None:
+        data: Any = sliced.view
+    else:
+        try:
+            with open(key, encoding="utf-8") as fh:
+                data = json.load(fh)
+        except (OSError, ValueError) as exc:
+            raise ManifestError(f"manifest {key!r} is not readable JSON: {exc}") from exc
     if not isinstance(data, dict):
         raise ManifestError(f"manifest {key!r} is not a JSON object")
     version = data.get("manifestVersion")
@@ -239,10 +264,18 @@ def load_manifest(path: str | os.PathLike[str], contract_id: str | None = None) 
         raise ManifestError(f"manifest {key!r}: {mismatch}")
     if contract_id is None:
         problem = schema_problem(data)
+    elif sliced is not None:
+        view = data
+        problem = schema_problem(view)
+        problem = _in_file(problem, sliced.positions()) if problem is not None else None
     else:
         view, positions = task_view(data, contract_id)
         problem = schema_problem(view)
         problem = _in_file(problem, positions) if problem is not None else None
+        # A contract's task gets its view; a task with no dags[] entry (the freshness monitor,
+        # whose lineage names each watched asset as the DAG producing it does) the whole file.
+        if view.get("dags"):
+            data = view
     if problem is not None:
         raise ManifestError(f"manifest {key!r} does not match the manifest schema at {problem} (recompile)")
     _join_datasets(key, data, None if contract_id is None else view["dags"])
