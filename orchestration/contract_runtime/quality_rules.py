@@ -59,41 +59,30 @@ def implicit_quality_rules(properties: Sequence[Mapping[str, Any]], authored: Se
             for q in authored
         )
 
+    def column_rule(column: str, suffix: str, metric: str, by: str, what: str) -> dict[str, Any]:
+        return {
+            "name": f"{column}_{suffix}",
+            "description": f"implied by {by}: true on {column}: {what}",
+            "metric": metric,
+            "column": column,
+            "mustBe": 0,
+            "severity": "error",
+            "implied_by": by,
+        }
+
     keys = [str(p["name"]) for p in properties if p.get("primaryKey") is True]
     rules: list[dict[str, Any]] = []
     for p in properties:
         name = str(p["name"])
-        if p.get("required") is not True and p.get("primaryKey") is not True:
-            continue
-        if covered("nullValues", name):
-            continue
-        by = "required" if p.get("required") is True else "primaryKey"
-        rules.append({
-            "name": f"{name}_required",
-            "description": f"implied by {by}: true on {name}: no NULL values",
-            "metric": "nullValues",
-            "column": name,
-            "mustBe": 0,
-            "severity": "error",
-            "implied_by": by,
-        })
+        if (p.get("required") is True or p.get("primaryKey") is True) and not covered("nullValues", name):
+            by = "required" if p.get("required") is True else "primaryKey"
+            rules.append(column_rule(name, "required", "nullValues", by, "no NULL values"))
     for p in properties:
         name = str(p["name"])
         sole_key = p.get("primaryKey") is True and len(keys) == 1
-        if p.get("unique") is not True and not sole_key:
-            continue
-        if covered("duplicateValues", name):
-            continue
-        by = "unique" if p.get("unique") is True else "primaryKey"
-        rules.append({
-            "name": f"{name}_unique",
-            "description": f"implied by {by}: true on {name}: no repeated non-NULL value",
-            "metric": "duplicateValues",
-            "column": name,
-            "mustBe": 0,
-            "severity": "error",
-            "implied_by": by,
-        })
+        if (p.get("unique") is True or sole_key) and not covered("duplicateValues", name):
+            by = "unique" if p.get("unique") is True else "primaryKey"
+            rules.append(column_rule(name, "unique", "duplicateValues", by, "no repeated non-NULL value"))
     if len(keys) > 1:
         rules.append({
             "name": "primary_key_unique",
