@@ -138,9 +138,7 @@ let readBuffer: Buffer | undefined;
  * file or has another size (then it is not read). Read and compared chunk by chunk (`utf8Chunks`),
  * each chunk's bytes read into one buffer kept for the process, so a file of hundreds of MB is
  * compared holding a few MB (the write stage's comparison, and the previous manifest's when it may
- * be the new one). The text's chunks are encoded with `Buffer.from`: encoding every rendered module
- * into one kept buffer instead (`Buffer#write`) raised a no-op compile's peak at 10,000 contracts
- * by about 200 MB.
+ * be the new one).
  */
 export function fileHoldsText(absolute: string, text: string): boolean {
   let fd: number | undefined;
