@@ -1,6 +1,8 @@
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { fileHoldsText } from "../../compiler/discover/discoverProject.js";
 import { asciiJson, canonicalJson, canonicalJsonAscii } from "../../compiler/support/canonical-json.js";
 import { compareStrings } from "../../compiler/support/compare.js";
 import { cronProblem, isKnownTimezone } from "../../compiler/support/cron.js";
@@ -10,6 +12,7 @@ import { staysInside } from "../../compiler/support/paths.js";
 import { maskSecrets } from "../../compiler/support/secrets.js";
 import { didYouMean, operatorMeant, suggest } from "../../compiler/support/suggest.js";
 import { normaliseUri } from "../../compiler/support/uri.js";
+import { CHUNK_CHARS, utf8Chunks } from "../../compiler/support/utf8.js";
 import { REPO } from "./helpers.js";
 
 describe("normaliseUri (Airflow's _sanitize_uri rules)", () => {
@@ -59,6 +62,36 @@ describe("canonicalJson", () => {
     }
     expect(asciiJson('"Umsätze 😀"')).toBe('"Ums\\u00e4tze \\ud83d\\ude00"');
     expect(() => canonicalJsonAscii({ a: undefined })).toThrow(TypeError);
+  });
+});
+
+describe("utf8Chunks and fileHoldsText", () => {
+  // Two chunks and a bit, a surrogate pair across the first boundary, non-ASCII throughout.
+  const text = `${"a".repeat(CHUNK_CHARS - 1)}😀${"Umsätze €\n".repeat(Math.ceil(CHUNK_CHARS / 10))}end`;
+  it("encodes a large text chunk by chunk as Buffer.from does, never splitting a character", () => {
+    const copies = [...(function* () {
+      for (const chunk of utf8Chunks(text)) yield Buffer.from(chunk);
+    })()];
+    expect(copies.length).toBe(3);
+    expect(copies[0]!.length).toBe(CHUNK_CHARS - 1);
+    expect(Buffer.concat(copies).equals(Buffer.from(text, "utf8"))).toBe(true);
+    expect([...utf8Chunks("")]).toEqual([]);
+  });
+  it("compares a file with a large text byte for byte", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ca-utf8-"));
+    try {
+      const file = path.join(dir, "big.txt");
+      const bytes = Buffer.from(text, "utf8");
+      fs.writeFileSync(file, bytes);
+      expect(fileHoldsText(file, text)).toBe(true);
+      // One byte of the last chunk changed, the length kept.
+      bytes[bytes.length - 2] = "x".charCodeAt(0);
+      fs.writeFileSync(file, bytes);
+      expect(fileHoldsText(file, text)).toBe(false);
+      expect(fileHoldsText(path.join(dir, "missing.txt"), text)).toBe(false);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
