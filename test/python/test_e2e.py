@@ -755,7 +755,10 @@ def test_lineage_of_every_published_run(main_run: dict[str, Any], manifest: dict
 def test_lineage_of_the_seeded_runs(seeded_run: dict[str, Any], manifest: dict[str, Any]) -> None:
     home = seeded_run["home"]
     events = lineage_events(home)
-    seeded_manifest = json.loads((seeded_run["project"] / "generated" / "manifest.json").read_text(encoding="utf-8"))
+    from contract_runtime.manifest import load_manifest
+
+    # As a task reads it: each runtime dataset joined to its asset (ADR 0017f).
+    seeded_manifest = load_manifest(seeded_run["project"] / "generated" / "manifest.json")
     dags = {d["dag_id"]: d for d in seeded_manifest["dags"]}
 
     # blocked: START, OTHER naming the failing rule, one FAIL; AirflowFailException spent no retry
