@@ -278,7 +278,8 @@ def load_manifest(path: str | os.PathLike[str], contract_id: str | None = None) 
             data = view
     if problem is not None:
         raise ManifestError(f"manifest {key!r} does not match the manifest schema at {problem} (recompile)")
-    _join_datasets(key, data, None if contract_id is None else view["dags"])
+    # The whole file (no contract id, or the monitor's task, kept whole above) joins every DAG.
+    _join_datasets(key, data, None if contract_id is None or data is not view else view["dags"])
     manifest = cast(Manifest, data)
     with _lock:
         _cache[(key, contract_id)] = (stamp, manifest)

@@ -21,6 +21,7 @@ from contract_runtime.manifest import (
     schema_problem,
     task_view,
 )
+from contract_runtime.lineage.identity import upstream_identity
 from contract_runtime.producers import _PRODUCERS
 from contract_runtime.sqlutil import DIALECTS, PHYSICAL_TYPE_PATTERN
 
@@ -168,3 +169,21 @@ def test_a_task_checks_what_it_reads_and_names_the_field_in_the_file(tmp_path: P
         assert f"does not match the manifest schema at {where}" in str(raised.value), (name, str(raised.value))
     asset_index = next(i for i, a in enumerate(data["assets"]) if a["name"] == upstream)
     assert f"/assets/{asset_index}: 'uri' is a required property" in str(raised.value)
+
+
+def test_the_freshness_monitors_task_reads_every_dataset_joined_to_its_asset() -> None:
+    """The monitor has no dags[] entry: it reads the whole file, and its lineage names each watched
+    asset as the producing DAG's datasets do, through their URIs (ADR 0017f joins every DAG then)."""
+    path = REPO / "generated" / "manifest.json"
+    data = _bundled()
+    monitor = data["freshness_monitor"]["dag_id"]
+    whole = load_manifest(path)
+    got = load_manifest(path, monitor)
+    assert [d["dag_id"] for d in got["dags"]] == [d["dag_id"] for d in data["dags"]]
+    datasets = [x for d in got["dags"] for x in d["runtime"]["datasets"]]
+    assert datasets and all("uri" in x and "schema" in x and "quality" in x for x in datasets)
+    warehouse = {"warehouse_namespace": "duckdb://lineage", "warehouse_database": "warehouse"}
+    watched = [a["name"] for a in data["freshness_monitor"]["assets"]]
+    # Among them an asset whose URI names its own location (not the warehouse's table).
+    assert any(not upstream_identity(whole, n, warehouse)[0].startswith("duckdb") for n in watched)
+    assert [upstream_identity(got, n, warehouse) for n in watched] == [upstream_identity(whole, n, warehouse) for n in watched]
