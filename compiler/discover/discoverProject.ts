@@ -135,19 +135,22 @@ let readBuffer: Buffer | undefined;
 
 /**
  * Whether the file holds exactly the UTF-8 bytes of `text`: false when it is missing, is not a
- * file or has another size (then it is not read). Read and compared chunk by chunk (`utf8Chunks`),
- * each chunk's bytes read into one buffer kept for the process, so a file of hundreds of MB is
- * compared holding a few MB (the write stage's comparison, and the previous manifest's when it may
- * be the new one).
+ * file or has a size no encoding of `text` can have (one to three bytes a UTF-16 unit; the exact
+ * length is not computed first, which would scan the whole text once more), and then it is not
+ * read. Read and compared chunk by chunk (`utf8Chunks`), stopping at the first chunk that differs
+ * or would run past the file's end, each chunk's bytes read into one buffer kept for the process,
+ * so a file of hundreds of MB is compared holding a few MB (the write stage's comparison, and the
+ * previous manifest's when it may be the new one).
  */
 export function fileHoldsText(absolute: string, text: string): boolean {
   let fd: number | undefined;
   try {
     const stat = fs.statSync(absolute, { throwIfNoEntry: false });
-    if (!stat?.isFile() || stat.size !== Buffer.byteLength(text, "utf8")) return false;
+    if (!stat?.isFile() || stat.size < text.length || stat.size > text.length * 3) return false;
     fd = fs.openSync(absolute, "r");
     let position = 0;
     for (const chunk of utf8Chunks(text)) {
+      if (position + chunk.length > stat.size) return false;
       if (!readBuffer || readBuffer.length < chunk.length) readBuffer = Buffer.allocUnsafe(Math.max(chunk.length, 1 << 16));
       const read = readBuffer.subarray(0, chunk.length);
       for (let done = 0; done < chunk.length; ) {
@@ -158,7 +161,7 @@ export function fileHoldsText(absolute: string, text: string): boolean {
       if (!read.equals(chunk)) return false;
       position += chunk.length;
     }
-    return true;
+    return position === stat.size;
   } catch {
     return false;
   } finally {

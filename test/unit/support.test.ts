@@ -89,6 +89,21 @@ describe("utf8Chunks and fileHoldsText", () => {
       fs.writeFileSync(file, bytes);
       expect(fileHoldsText(file, text)).toBe(false);
       expect(fileHoldsText(path.join(dir, "missing.txt"), text)).toBe(false);
+      // One byte more, one byte less, the same bytes: only the last holds the text.
+      const exact = Buffer.from(text, "utf8");
+      fs.writeFileSync(file, Buffer.concat([exact, Buffer.from("x")]));
+      expect(fileHoldsText(file, text)).toBe(false);
+      fs.writeFileSync(file, exact.subarray(0, exact.length - 1));
+      expect(fileHoldsText(file, text)).toBe(false);
+      fs.writeFileSync(file, exact);
+      expect(fileHoldsText(file, text)).toBe(true);
+      // Sizes no UTF-8 encoding of the text can have; and an empty text.
+      fs.writeFileSync(file, "é");
+      expect(fileHoldsText(file, "éé")).toBe(false);
+      expect(fileHoldsText(file, "é")).toBe(true);
+      fs.writeFileSync(file, "");
+      expect(fileHoldsText(file, "")).toBe(true);
+      expect(fileHoldsText(file, "a")).toBe(false);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
