@@ -28,12 +28,15 @@ diagnostics. Exit status 0 (findings say what failed), 2 when the manifest canno
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import re
 import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
+
+from contract_runtime.quality_rules import resolve_datasets
 
 __all__ = ["check_manifest", "main", "parse_sql"]
 
@@ -177,9 +180,17 @@ def check_dag(dag: Mapping[str, Any], check_connections: bool = True) -> Iterato
 def check_manifest(manifest: Mapping[str, Any], check_connections: bool = True) -> list[dict[str, Any]]:
     """Every finding of every active or deprecated DAG of ``manifest``, in dag_id order."""
     findings: list[dict[str, Any]] = []
+    # Manifest version 2: a runtime dataset names its asset; its quality rules are the asset's and
+    # the derived ones (ADR 0017f), joined as a task's load_manifest joins them.
+    assets = {a["name"]: a for a in manifest.get("assets", []) if isinstance(a, Mapping) and "name" in a}
     for dag in sorted(manifest.get("dags", []), key=lambda d: str(d.get("dag_id"))):
         if dag.get("status", "active") in ("active", "deprecated"):
-            findings.extend(check_dag(dag, check_connections))
+            joined = copy.deepcopy(dag)
+            try:
+                resolve_datasets(assets, joined)
+            except KeyError:
+                pass  # a dataset without its asset: nothing of it to check (the compiler writes both)
+            findings.extend(check_dag(joined, check_connections))
     return findings
 
 
