@@ -11,12 +11,14 @@ import { packageFileUrl, packageRoot, readPackageFile } from "../support/package
 import type { ParsedData } from "./parseContracts.js";
 
 /**
- * The incremental cache of the parse stage (ADR 0017c): per input file, its {@link ParsedData}
- * (what parsing the file yields, as plain data, diagnostics included), in one entry named by the
- * key of the file's path and bytes, the orchestration config and the cache format
+ * The incremental cache of the parse stage (ADR 0017c) and of the validate stage's per-document
+ * verdicts (ADR 0017j): per input file, its {@link ParsedData} (what parsing the file yields, as
+ * plain data, diagnostics included) and the verdict validating its document gave, in one entry
+ * named by the key of the file's path and bytes, the orchestration config and the cache format
  * (`support/cacheEntry.ts`, `cacheKey`); the entry's header names the compiler and V8 that wrote
  * it. Pure: discover reads the entries (`readCacheEntries`), write writes them
- * (`writeCacheEntries`), and the pipeline joins the three.
+ * (`writeCacheEntries`), and the pipeline joins the three. The verdict is opaque here (the parse
+ * stage comes before validate): the pipeline hands in validate's check of its shape.
  */
 
 /** The cache's top folder, project-relative; git-ignored (it holds a `.gitignore` of `*` too). */
@@ -24,30 +26,65 @@ export const CACHE_FOLDER = ".contract-assets/cache";
 /** The parse stage's entries: `<key>.bin`. */
 export const PARSE_CACHE_FOLDER = `${CACHE_FOLDER}/parse`;
 
-let fingerprint: string | undefined;
+const fingerprints = new Map<string, string>();
+
+/** What decides a cached entry's content between two builds: modules (with every module they import) and data files. */
+export interface CacheInputs {
+  /** Modules under `compiler/`, without extension (`parse/parseContracts`): each with its static import closure. */
+  modules: readonly string[];
+  /** Other package files (POSIX, package-relative) the cached stages read: the JSON Schemas. */
+  files: readonly string[];
+}
+
+/**
+ * The project-relative package files of `modules` and of every module they import, directly or
+ * not (relative `import`/`export ... from` specifiers), sorted. The built modules under `dist/`
+ * when there is a build (what the bin runs), else the TypeScript sources, so the bin and the
+ * tests run from the sources agree on it.
+ */
+export function moduleClosure(modules: readonly string[]): string[] {
+  const here = fileURLToPath(import.meta.url);
+  const fileOf = (module: string): string => {
+    const built = `dist/compiler/${module}.js`;
+    if (packageFileUrl(built)) return built;
+    return path.relative(packageRoot(), path.join(path.dirname(here), "..", `${module}${path.extname(here)}`)).split(path.sep).join("/");
+  };
+  const seen = new Map<string, string>();
+  const visit = (module: string): void => {
+    if (seen.has(module)) return;
+    const file = fileOf(module);
+    const text = readPackageFile(file);
+    seen.set(module, file);
+    for (const m of text.matchAll(/(?:import|export)[^'"]*?from\s+["'](\.{1,2}\/[^"']+)["']|import\(\s*["'](\.{1,2}\/[^"']+)["']\s*\)/g)) {
+      const target = path.posix.normalize(path.posix.join(path.posix.dirname(module), (m[1] ?? m[2]!).replace(/\.(?:js|ts)$/, "")));
+      visit(target);
+    }
+  };
+  for (const m of modules) visit(m);
+  // Sort for determinism.
+  return [...seen.values()].sort(compareStrings);
+}
 
 /**
  * Who wrote an entry, as its header says and a reader must match: the compiler's name and version,
- * and a fingerprint of what decides a parse result between two releases (sha256 of `package.json`,
- * which pins the YAML library's version, of the parse module, of the content hashes' module and of
- * the diagnostic catalogue, whose messages the cached diagnostics carry), so a build with another parser or message is foreign
- * even under the same version number. The modules are the built ones under `dist/` (what the bin
- * runs; the TypeScript sources only when there is no build), so the bin and the sources agree.
- * Read from the compiler's own files, once.
+ * and a fingerprint of what decides the cached content between two releases (sha256 of
+ * `package.json`, which pins the YAML and JSON Schema libraries' versions, of every module in the
+ * import closure of `inputs.modules` (the parse module and the validate stage's, with the content
+ * hashes, the diagnostic catalogue whose messages cached diagnostics carry, the rules and what
+ * they import) and of `inputs.files` (the JSON Schemas)), so a build with another parser, rule or
+ * message is foreign even under the same version number. Read from the compiler's own files, once
+ * per set of inputs.
  */
-export function parseCacheWriter(name: string, version: string): string {
+export function parseCacheWriter(name: string, version: string, inputs: CacheInputs): string {
+  const id = JSON.stringify(inputs);
+  let fingerprint = fingerprints.get(id);
   if (fingerprint === undefined) {
-    const here = fileURLToPath(import.meta.url);
-    const moduleFile = (module: string): string => {
-      const built = `dist/compiler/${module}.js`;
-      if (packageFileUrl(built)) return built;
-      return path.relative(packageRoot(), path.join(path.dirname(here), "..", `${module}${path.extname(here)}`)).split(path.sep).join("/");
-    };
     const hash = createHash("sha256");
-    for (const file of ["package.json", moduleFile("parse/parseContracts"), moduleFile("support/hash"), moduleFile("diagnostics/catalogue")]) hash.update(`${file}\0`).update(readPackageFile(file)).update("\0");
+    for (const file of ["package.json", ...moduleClosure(inputs.modules), ...inputs.files]) hash.update(`${file}\0`).update(readPackageFile(file)).update("\0");
     fingerprint = hash.digest("hex").slice(0, 16);
+    fingerprints.set(id, fingerprint);
   }
-  return `${name} ${version} (parse ${fingerprint})`;
+  return `${name} ${version} (parse and validate ${fingerprint})`;
 }
 
 /** Why an entry found was not used. */
@@ -61,6 +98,8 @@ export interface ParseCache {
   keys: Map<string, string>;
   /** The entries discover read for those keys. */
   read: CacheEntriesRead;
+  /** Whether a stored verdict has the shape the validate stage writes (an entry with another is damaged). */
+  isVerdict: (verdict: unknown) => boolean;
   /** Entries to write: the files parsed because theirs was missing or unusable. */
   fresh: Map<string, Uint8Array>;
   /** Entries found and not used, by file path. */
@@ -91,9 +130,25 @@ export function parseCacheKeys(files: readonly SourceFile[], context: string): M
  * {@link cacheContext} of `configs`, the entries discover read for them (`read` gets the keys),
  * nothing looked up yet.
  */
-export function openParseCache(files: readonly SourceFile[], configs: readonly SourceFile[], compiler: string, read: (keys: string[]) => CacheEntriesRead): ParseCache {
+export function openParseCache(
+  files: readonly SourceFile[],
+  configs: readonly SourceFile[],
+  compiler: string,
+  read: (keys: string[]) => CacheEntriesRead,
+  isVerdict: (verdict: unknown) => boolean,
+): ParseCache {
   const keys = parseCacheKeys(files, cacheContext(configs));
-  return { compiler, keys, read: read([...keys.values()]), fresh: new Map(), problems: new Map(), hits: 0, parsed: 0 };
+  return { compiler, keys, read: read([...keys.values()]), isVerdict, fresh: new Map(), problems: new Map(), hits: 0, parsed: 0 };
+}
+
+/**
+ * What one entry holds (cache format 2): the file's parse result, and the verdict of the validate
+ * stage on its document (null when the file has no document, or its verdict is not cached: an
+ * ODCS document's verdict holds the translated document).
+ */
+export interface CachedFile {
+  data: ParsedData;
+  verdict: unknown;
 }
 
 /**
@@ -101,7 +156,7 @@ export function openParseCache(files: readonly SourceFile[], configs: readonly S
  * that is there but cannot be used (damaged, foreign, unreadable) is a miss too, recorded for
  * {@link parseCacheNotes}; what it holds is never used.
  */
-export function lookupParseCache(files: readonly SourceFile[], cache: ParseCache): Array<ParsedData | undefined> {
+export function lookupParseCache(files: readonly SourceFile[], cache: ParseCache): Array<CachedFile | undefined> {
   return files.map((file) => {
     const key = cache.keys.get(file.path);
     if (key === undefined) return undefined;
@@ -117,22 +172,31 @@ export function lookupParseCache(files: readonly SourceFile[], cache: ParseCache
       cache.problems.set(file.path, decoded);
       return undefined;
     }
-    const data = decoded.value as ParsedData | null;
+    const entry = decoded.value as Partial<CachedFile> | null;
+    const data = typeof entry === "object" && entry !== null ? entry.data : undefined;
     if (typeof data !== "object" || data === null || !Array.isArray(data.diagnostics)) {
       cache.problems.set(file.path, { problem: "damaged", detail: "it holds no parse result" });
       return undefined;
     }
+    if (entry!.verdict !== null && !cache.isVerdict(entry!.verdict)) {
+      cache.problems.set(file.path, { problem: "damaged", detail: "it holds no validation verdict" });
+      return undefined;
+    }
     cache.hits++;
-    return data;
+    return { data, verdict: entry!.verdict };
   });
 }
 
-/** Records the entries of files just parsed (`files[i]` gave `parsed[i]`), to be written. */
-export function storeParseCache(files: readonly SourceFile[], parsed: readonly ParsedData[], cache: ParseCache): void {
+/**
+ * Records the entries of files just parsed (`files[i]` gave `parsed[i]`, and validating its
+ * document `verdicts[i]`, null for none), to be written.
+ */
+export function storeParseCache(files: readonly SourceFile[], parsed: readonly ParsedData[], verdicts: readonly unknown[], cache: ParseCache): void {
   cache.parsed += files.length;
   for (let i = 0; i < files.length; i++) {
     const key = cache.keys.get(files[i]!.path);
-    if (key !== undefined) cache.fresh.set(key, encodeCacheEntry(key, cache.compiler, parsed[i]));
+    const entry: CachedFile = { data: parsed[i]!, verdict: verdicts[i] ?? null };
+    if (key !== undefined) cache.fresh.set(key, encodeCacheEntry(key, cache.compiler, entry));
   }
 }
 
