@@ -142,7 +142,7 @@ export function openParseCache(
 }
 
 /**
- * What one entry holds (cache format 2): the file's parse result, and the verdict of the validate
+ * What one entry holds (cache format 2, as {@link toPayload} lays it out): the file's parse result, and the verdict of the validate
  * stage on its document (null when the file has no document, or its verdict is not cached: an
  * ODCS document's verdict holds the translated document).
  */
@@ -167,24 +167,118 @@ export function lookupParseCache(files: readonly SourceFile[], cache: ParseCache
     }
     const bytes = cache.read.found.get(key);
     if (bytes === undefined) return undefined;
+    // Read once: the entry's bytes are garbage once decoded.
+    cache.read.found.delete(key);
     const decoded = decodeCacheEntry(bytes, { key, compiler: cache.compiler });
     if ("problem" in decoded) {
       cache.problems.set(file.path, decoded);
       return undefined;
     }
-    const entry = decoded.value as Partial<CachedFile> | null;
-    const data = typeof entry === "object" && entry !== null ? entry.data : undefined;
-    if (typeof data !== "object" || data === null || !Array.isArray(data.diagnostics)) {
+    const entry = fromPayload(decoded.value);
+    if (entry === undefined) {
       cache.problems.set(file.path, { problem: "damaged", detail: "it holds no parse result" });
       return undefined;
     }
-    if (entry!.verdict !== null && !cache.isVerdict(entry!.verdict)) {
+    if (entry.verdict !== null && !cache.isVerdict(entry.verdict)) {
       cache.problems.set(file.path, { problem: "damaged", detail: "it holds no validation verdict" });
       return undefined;
     }
     cache.hits++;
-    return { data, verdict: entry!.verdict };
+    return entry;
   });
+}
+
+/**
+ * A {@link CachedFile} as an entry's payload holds it: flat, so reading 10,000 of them costs
+ * little. `v8.deserialize` of the document's value as a tree of objects was most of the read; the
+ * value is kept as its JSON text instead (`JSON.parse` is native and about twice as fast), except
+ * when JSON cannot give it back exactly (a `-0`), and the four integer tables of the locator and
+ * the line starts are one `Int32Array` (one typed array to deserialise, not four arrays).
+ */
+interface Payload {
+  diagnostics: ParsedData["diagnostics"];
+  verdict: unknown;
+  document: null | {
+    /** The value's JSON text, or null when `value` holds it. */
+    json: string | null;
+    value?: unknown;
+    /** `nodes`, `items`, `ranges` and `lineStarts`, one after the other; `lengths` says where each ends. */
+    ints: Int32Array;
+    lengths: [number, number, number, number];
+    keyText: string;
+    rootRange: [number, number] | undefined;
+    written: Array<[string, string]>;
+    hashes: NonNullable<ParsedData["document"]>["hashes"];
+  };
+}
+
+/** Whether a JSON value holds a `-0`, which its JSON text would give back as `0`. */
+function holdsNegativeZero(value: unknown): boolean {
+  if (typeof value === "number") return value === 0 && Object.is(value, -0);
+  if (Array.isArray(value)) return value.some(holdsNegativeZero);
+  if (value !== null && typeof value === "object") return Object.values(value).some(holdsNegativeZero);
+  return false;
+}
+
+/** The payload of an entry holding `entry` (see {@link Payload}). */
+export function toPayload(entry: CachedFile): Payload {
+  const d = entry.data.document;
+  if (!d) return { diagnostics: entry.data.diagnostics, verdict: entry.verdict, document: null };
+  const { nodes, items, ranges, keyText } = d.index;
+  const ints = new Int32Array(nodes.length + items.length + ranges.length + d.lineStarts.length);
+  ints.set(nodes, 0);
+  ints.set(items, nodes.length);
+  ints.set(ranges, nodes.length + items.length);
+  ints.set(d.lineStarts, nodes.length + items.length + ranges.length);
+  const exact = !holdsNegativeZero(d.value);
+  return {
+    diagnostics: entry.data.diagnostics,
+    verdict: entry.verdict,
+    document: {
+      json: exact ? JSON.stringify(d.value) : null,
+      ...(exact ? {} : { value: d.value }),
+      ints,
+      lengths: [nodes.length, items.length, ranges.length, d.lineStarts.length],
+      keyText,
+      rootRange: d.rootRange,
+      written: d.written,
+      hashes: d.hashes,
+    },
+  };
+}
+
+/** The {@link CachedFile} of a payload ({@link toPayload}); undefined when it is not one (the entry is then damaged). */
+export function fromPayload(payload: unknown): CachedFile | undefined {
+  const p = payload as Partial<Payload> | null;
+  if (typeof p !== "object" || p === null || !Array.isArray(p.diagnostics) || !("verdict" in p)) return undefined;
+  const data: ParsedData = { diagnostics: p.diagnostics };
+  const d = p.document;
+  if (d !== null) {
+    if (typeof d !== "object" || d === undefined || !(d.ints instanceof Int32Array) || !Array.isArray(d.lengths) || d.lengths.length !== 4) return undefined;
+    const [n, i, r, l] = d.lengths;
+    if (![n, i, r, l].every((x) => Number.isInteger(x) && x >= 0) || n + i + r + l !== d.ints.length) return undefined;
+    if (typeof d.keyText !== "string" || !Array.isArray(d.written) || typeof d.hashes !== "object" || d.hashes === null) return undefined;
+    let value: unknown;
+    if (typeof d.json === "string") {
+      try {
+        value = JSON.parse(d.json);
+      } catch {
+        return undefined;
+      }
+    } else if (d.json === null && "value" in d) value = d.value;
+    else return undefined;
+    // Copies, not views: a view would keep the whole entry's bytes alive for the compile.
+    const at = (from: number, length: number): Int32Array => d.ints.slice(from, from + length);
+    data.document = {
+      value,
+      index: { nodes: at(0, n), items: at(n, i), ranges: at(n + i, r), keyText: d.keyText },
+      rootRange: d.rootRange,
+      lineStarts: Array.from(at(n + i + r, l)),
+      written: d.written,
+      hashes: d.hashes,
+    };
+  }
+  return { data, verdict: p.verdict };
 }
 
 /**
@@ -196,7 +290,7 @@ export function storeParseCache(files: readonly SourceFile[], parsed: readonly P
   for (let i = 0; i < files.length; i++) {
     const key = cache.keys.get(files[i]!.path);
     const entry: CachedFile = { data: parsed[i]!, verdict: verdicts[i] ?? null };
-    if (key !== undefined) cache.fresh.set(key, encodeCacheEntry(key, cache.compiler, entry));
+    if (key !== undefined) cache.fresh.set(key, encodeCacheEntry(key, cache.compiler, toPayload(entry)));
   }
 }
 

@@ -5,8 +5,8 @@ import v8 from "node:v8";
 import { describe, expect, it } from "vitest";
 import { defaultLayout, discoverProject } from "../../compiler/discover/discoverProject.js";
 import { isOdcsDocument } from "../../compiler/model/odcs.js";
-import { moduleClosure, PARSE_CACHE_FOLDER, parseCacheWriter } from "../../compiler/parse/parseCache.js";
-import { parseContracts } from "../../compiler/parse/parseContracts.js";
+import { fromPayload, moduleClosure, PARSE_CACHE_FOLDER, parseCacheWriter, toPayload } from "../../compiler/parse/parseCache.js";
+import { parseContracts, parseData } from "../../compiler/parse/parseContracts.js";
 import { compileProject } from "../../compiler/pipeline.js";
 import { CACHE_MAGIC, decodeCacheEntry, encodeCacheEntry } from "../../compiler/support/cacheEntry.js";
 import { listPackageFiles } from "../../compiler/support/package-root.js";
@@ -91,6 +91,48 @@ describe("a stored validation verdict", () => {
   });
 });
 
+describe("an entry's payload", () => {
+  const data = parseData({ path: "contracts/a.yaml", text: "id: a.b\nn: [1, -0, 2.50]\ns: \"\u00e9 \\ud800\"\nm: {z: 1, a: {b: [true, null]}}\n" });
+  const entry = { data, verdict: { config: false, diagnostics: [], accepted: "contract" } };
+
+  it("gives back the parse and the verdict exactly, -0 and lone surrogates included, as copies that hold no more than theirs", () => {
+    expect(data.document).toBeDefined();
+    const back = fromPayload(v8.deserialize(v8.serialize(toPayload(entry))))!;
+    expect(back).toEqual(entry);
+    expect(Object.is((back.data.document!.value as { n: number[] }).n[1], -0)).toBe(true);
+    for (const table of [back.data.document!.index.nodes, back.data.document!.index.items, back.data.document!.index.ranges]) {
+      expect(table).toBeInstanceOf(Int32Array);
+      expect(table.buffer.byteLength).toBe(table.byteLength);
+    }
+    // Without a -0 the value is kept as its JSON text, and read back the same.
+    const plain = parseData({ path: "contracts/b.yaml", text: "id: a.c\nv: [0, 1.5, \"x\"]\n" });
+    const payload = toPayload({ data: plain, verdict: null });
+    expect(payload.document?.json).toBe('{"id":"a.c","v":[0,1.5,"x"]}');
+    expect(fromPayload(v8.deserialize(v8.serialize(payload)))).toEqual({ data: plain, verdict: null });
+    // A file without a document.
+    const broken = parseData({ path: "contracts/c.yaml", text: "id: [\n" });
+    expect(broken.document).toBeUndefined();
+    expect(fromPayload(toPayload({ data: broken, verdict: null }))).toEqual({ data: broken, verdict: null });
+  });
+
+  it("is no parse result when its parts do not fit together", () => {
+    const good = toPayload(entry);
+    const d = good.document!;
+    const bad: unknown[] = [
+      null,
+      { ...good, diagnostics: "none" },
+      { diagnostics: [], document: null },
+      { ...good, document: { ...d, ints: Array.from(d.ints) } },
+      { ...good, document: { ...d, lengths: [d.lengths[0], d.lengths[1], d.lengths[2], d.lengths[3] + 1] } },
+      { ...good, document: { ...d, lengths: [-1, d.lengths[1] + 1, d.lengths[2], d.lengths[3]] } },
+      { ...good, document: { ...d, json: "{not json" } },
+      { ...good, document: { ...d, json: 7 } },
+      { ...good, document: { ...d, keyText: undefined } },
+    ];
+    for (const payload of bad) expect(fromPayload(payload), JSON.stringify(payload)).toBeUndefined();
+  });
+});
+
 describe("the cache's writer", () => {
   it("is fingerprinted over the parse and validate modules with all they import, and the JSON Schemas", () => {
     const closure = moduleClosure(["parse/parseContracts", "validate/validateDocuments"]).map((f) => f.replace(/^(dist\/)?compiler\//, "").replace(/\.(js|ts)$/, ""));
@@ -123,8 +165,8 @@ describe("an entry whose verdict was altered", () => {
       const bytes = fs.readFileSync(file);
       const length = bytes.readUInt32LE(CACHE_MAGIC.length);
       const header = JSON.parse(bytes.subarray(CACHE_MAGIC.length + 4, CACHE_MAGIC.length + 4 + length).toString("utf8")) as { key: string; compiler: string };
-      const decoded = decodeCacheEntry(bytes, header) as { value: { data: unknown; verdict: Record<string, unknown> } };
-      fs.writeFileSync(file, encodeCacheEntry(header.key, header.compiler, { data: decoded.value.data, verdict: change(decoded.value.verdict) }));
+      const payload = (decodeCacheEntry(bytes, header) as { value: { verdict: Record<string, unknown> } }).value;
+      fs.writeFileSync(file, encodeCacheEntry(header.key, header.compiler, { ...payload, verdict: change(payload.verdict) }));
     };
     const withVerdict = names.filter((name) => {
       const bytes = fs.readFileSync(path.join(folder, name));
