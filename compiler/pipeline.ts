@@ -22,7 +22,8 @@ import { packageNameOf, scaffoldFiles } from "./report/initCommand.js";
 import { suggest } from "./support/suggest.js";
 import type { RenameCandidate } from "./support/renames.js";
 import { readOdcsContract } from "./validate/readOdcs.js";
-import { validateDocument, validateDocuments, type DocumentVerdict } from "./validate/validateDocuments.js";
+import { SCHEMA_FILES } from "./validate/schemas.js";
+import { isStoredVerdict, restoreVerdict, storedVerdictOf, validateDocument, validateDocuments, type DocumentVerdict, type StoredVerdict } from "./validate/validateDocuments.js";
 import { writeCacheEntries } from "./write/writeCache.js";
 import { writeNewFiles } from "./write/writeNewFiles.js";
 import { openWrite, writeOutputs, type WriteReport, type WriteScope } from "./write/writeOutputs.js";
@@ -50,8 +51,11 @@ export interface CompileResult {
   writeScope: WriteScope;
   /** What `write` did (or, with `write: "check"`, found different); absent when nothing was written. */
   written?: WriteReport;
-  /** With `cache`: files read from the incremental cache and files parsed, entries written and removed. */
-  cache?: { hits: number; parsed: number; written: number; removed: number };
+  /**
+   * With `cache`: files read from the incremental cache and files parsed, documents whose
+   * validation verdict came from the cache (not validated again), entries written and removed.
+   */
+  cache?: { hits: number; parsed: number; verdicts: number; written: number; removed: number };
 }
 
 /** Options of a compile; the CLI's flags, and hooks for tests. */
@@ -136,16 +140,31 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
   diagnostics.push(...discovered.diagnostics);
   for (const f of [...discovered.value.contracts, ...discovered.value.configs]) sources.set(f.path, f.text);
 
-  // Each document is validated as soon as its parse arrives, while worker threads parse the rest.
+  // Each document is validated as soon as its parse arrives, while worker threads parse the rest;
+  // a document from the incremental cache comes with its verdict (ADR 0017j), kept for the next
+  // compile when it was just made.
   const verdicts = new Map<ParsedDocument, DocumentVerdict>();
+  let reused = 0;
   const parseOptions = (config: boolean) => ({
     ...(options.workers !== undefined ? { workers: options.workers } : {}),
-    onDocument: (d: ParsedDocument) => verdicts.set(d, validateDocument(d, config)),
+    onDocument: (d: ParsedDocument, stored?: unknown): StoredVerdict | null | undefined => {
+      const restored = stored !== undefined ? restoreVerdict(d, stored as StoredVerdict, config) : undefined;
+      const verdict = restored ?? validateDocument(d, config);
+      if (restored) reused++;
+      verdicts.set(d, verdict);
+      return restored ? undefined : storedVerdictOf(d, verdict, config);
+    },
   });
-  // The incremental cache (ADR 0017c): each file's entry is read before parse, the new ones are
-  // written after the write stage.
+  // The incremental cache (ADR 0017c, 0017j): each file's entry is read before parse, the new ones
+  // are written after the write stage. Entries are of this build of the parse and validate stages.
   const parseCache = options.cache
-    ? openParseCache([...discovered.value.contracts, ...discovered.value.configs], discovered.value.configs, parseCacheWriter(COMPILER_NAME, COMPILER_VERSION), (keys) => readCacheEntries(layout.root, PARSE_CACHE_FOLDER, keys))
+    ? openParseCache(
+        [...discovered.value.contracts, ...discovered.value.configs],
+        discovered.value.configs,
+        parseCacheWriter(COMPILER_NAME, COMPILER_VERSION, { modules: ["parse/parseContracts", "validate/validateDocuments"], files: SCHEMA_FILES }),
+        (keys) => readCacheEntries(layout.root, PARSE_CACHE_FOLDER, keys),
+        isStoredVerdict,
+      )
     : undefined;
   const contracts = parseContracts(discovered.value.contracts, { ...parseOptions(false), ...(parseCache ? { cache: parseCache } : {}) });
   const configs = parseContracts(discovered.value.configs, { ...parseOptions(true), ...(parseCache ? { cache: parseCache } : {}) });
@@ -282,7 +301,7 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
   if (parseCache) {
     const cached = writeCacheEntries(layout.root, CACHE_FOLDER, PARSE_CACHE_FOLDER, parseCache.fresh, new Set(parseCache.keys.values()));
     diagnostics.push(...cached.diagnostics);
-    result.cache = { hits: parseCache.hits, parsed: parseCache.parsed, written: cached.value.written, removed: cached.value.removed };
+    result.cache = { hits: parseCache.hits, parsed: parseCache.parsed, verdicts: reused, written: cached.value.written, removed: cached.value.removed };
   }
   result.diagnostics = sortDiagnostics(diagnostics);
   return result;

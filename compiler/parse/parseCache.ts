@@ -11,12 +11,14 @@ import { packageFileUrl, packageRoot, readPackageFile } from "../support/package
 import type { ParsedData } from "./parseContracts.js";
 
 /**
- * The incremental cache of the parse stage (ADR 0017c): per input file, its {@link ParsedData}
- * (what parsing the file yields, as plain data, diagnostics included), in one entry named by the
- * key of the file's path and bytes, the orchestration config and the cache format
+ * The incremental cache of the parse stage (ADR 0017c) and of the validate stage's per-document
+ * verdicts (ADR 0017j): per input file, its {@link ParsedData} (what parsing the file yields, as
+ * plain data, diagnostics included) and the verdict validating its document gave, in one entry
+ * named by the key of the file's path and bytes, the orchestration config and the cache format
  * (`support/cacheEntry.ts`, `cacheKey`); the entry's header names the compiler and V8 that wrote
  * it. Pure: discover reads the entries (`readCacheEntries`), write writes them
- * (`writeCacheEntries`), and the pipeline joins the three.
+ * (`writeCacheEntries`), and the pipeline joins the three. The verdict is opaque here (the parse
+ * stage comes before validate): the pipeline hands in validate's check of its shape.
  */
 
 /** The cache's top folder, project-relative; git-ignored (it holds a `.gitignore` of `*` too). */
@@ -24,30 +26,65 @@ export const CACHE_FOLDER = ".contract-assets/cache";
 /** The parse stage's entries: `<key>.bin`. */
 export const PARSE_CACHE_FOLDER = `${CACHE_FOLDER}/parse`;
 
-let fingerprint: string | undefined;
+const fingerprints = new Map<string, string>();
+
+/** What decides a cached entry's content between two builds: modules (with every module they import) and data files. */
+export interface CacheInputs {
+  /** Modules under `compiler/`, without extension (`parse/parseContracts`): each with its static import closure. */
+  modules: readonly string[];
+  /** Other package files (POSIX, package-relative) the cached stages read: the JSON Schemas. */
+  files: readonly string[];
+}
+
+/**
+ * The project-relative package files of `modules` and of every module they import, directly or
+ * not (relative `import`/`export ... from` specifiers), sorted. The built modules under `dist/`
+ * when there is a build (what the bin runs), else the TypeScript sources, so the bin and the
+ * tests run from the sources agree on it.
+ */
+export function moduleClosure(modules: readonly string[]): string[] {
+  const here = fileURLToPath(import.meta.url);
+  const fileOf = (module: string): string => {
+    const built = `dist/compiler/${module}.js`;
+    if (packageFileUrl(built)) return built;
+    return path.relative(packageRoot(), path.join(path.dirname(here), "..", `${module}${path.extname(here)}`)).split(path.sep).join("/");
+  };
+  const seen = new Map<string, string>();
+  const visit = (module: string): void => {
+    if (seen.has(module)) return;
+    const file = fileOf(module);
+    const text = readPackageFile(file);
+    seen.set(module, file);
+    for (const m of text.matchAll(/(?:import|export)[^'"]*?from\s+["'](\.{1,2}\/[^"']+)["']|import\(\s*["'](\.{1,2}\/[^"']+)["']\s*\)/g)) {
+      const target = path.posix.normalize(path.posix.join(path.posix.dirname(module), (m[1] ?? m[2]!).replace(/\.(?:js|ts)$/, "")));
+      visit(target);
+    }
+  };
+  for (const m of modules) visit(m);
+  // Sort for determinism.
+  return [...seen.values()].sort(compareStrings);
+}
 
 /**
  * Who wrote an entry, as its header says and a reader must match: the compiler's name and version,
- * and a fingerprint of what decides a parse result between two releases (sha256 of `package.json`,
- * which pins the YAML library's version, of the parse module, of the content hashes' module and of
- * the diagnostic catalogue, whose messages the cached diagnostics carry), so a build with another parser or message is foreign
- * even under the same version number. The modules are the built ones under `dist/` (what the bin
- * runs; the TypeScript sources only when there is no build), so the bin and the sources agree.
- * Read from the compiler's own files, once.
+ * and a fingerprint of what decides the cached content between two releases (sha256 of
+ * `package.json`, which pins the YAML and JSON Schema libraries' versions, of every module in the
+ * import closure of `inputs.modules` (the parse module and the validate stage's, with the content
+ * hashes, the diagnostic catalogue whose messages cached diagnostics carry, the rules and what
+ * they import) and of `inputs.files` (the JSON Schemas)), so a build with another parser, rule or
+ * message is foreign even under the same version number. Read from the compiler's own files, once
+ * per set of inputs.
  */
-export function parseCacheWriter(name: string, version: string): string {
+export function parseCacheWriter(name: string, version: string, inputs: CacheInputs): string {
+  const id = JSON.stringify(inputs);
+  let fingerprint = fingerprints.get(id);
   if (fingerprint === undefined) {
-    const here = fileURLToPath(import.meta.url);
-    const moduleFile = (module: string): string => {
-      const built = `dist/compiler/${module}.js`;
-      if (packageFileUrl(built)) return built;
-      return path.relative(packageRoot(), path.join(path.dirname(here), "..", `${module}${path.extname(here)}`)).split(path.sep).join("/");
-    };
     const hash = createHash("sha256");
-    for (const file of ["package.json", moduleFile("parse/parseContracts"), moduleFile("support/hash"), moduleFile("diagnostics/catalogue")]) hash.update(`${file}\0`).update(readPackageFile(file)).update("\0");
+    for (const file of ["package.json", ...moduleClosure(inputs.modules), ...inputs.files]) hash.update(`${file}\0`).update(readPackageFile(file)).update("\0");
     fingerprint = hash.digest("hex").slice(0, 16);
+    fingerprints.set(id, fingerprint);
   }
-  return `${name} ${version} (parse ${fingerprint})`;
+  return `${name} ${version} (parse and validate ${fingerprint})`;
 }
 
 /** Why an entry found was not used. */
@@ -61,6 +98,8 @@ export interface ParseCache {
   keys: Map<string, string>;
   /** The entries discover read for those keys. */
   read: CacheEntriesRead;
+  /** Whether a stored verdict has the shape the validate stage writes (an entry with another is damaged). */
+  isVerdict: (verdict: unknown) => boolean;
   /** Entries to write: the files parsed because theirs was missing or unusable. */
   fresh: Map<string, Uint8Array>;
   /** Entries found and not used, by file path. */
@@ -91,9 +130,25 @@ export function parseCacheKeys(files: readonly SourceFile[], context: string): M
  * {@link cacheContext} of `configs`, the entries discover read for them (`read` gets the keys),
  * nothing looked up yet.
  */
-export function openParseCache(files: readonly SourceFile[], configs: readonly SourceFile[], compiler: string, read: (keys: string[]) => CacheEntriesRead): ParseCache {
+export function openParseCache(
+  files: readonly SourceFile[],
+  configs: readonly SourceFile[],
+  compiler: string,
+  read: (keys: string[]) => CacheEntriesRead,
+  isVerdict: (verdict: unknown) => boolean,
+): ParseCache {
   const keys = parseCacheKeys(files, cacheContext(configs));
-  return { compiler, keys, read: read([...keys.values()]), fresh: new Map(), problems: new Map(), hits: 0, parsed: 0 };
+  return { compiler, keys, read: read([...keys.values()]), isVerdict, fresh: new Map(), problems: new Map(), hits: 0, parsed: 0 };
+}
+
+/**
+ * What one entry holds (cache format 2, as {@link toPayload} lays it out): the file's parse result, and the verdict of the validate
+ * stage on its document (null when the file has no document, or its verdict is not cached: an
+ * ODCS document's verdict holds the translated document).
+ */
+export interface CachedFile {
+  data: ParsedData;
+  verdict: unknown;
 }
 
 /**
@@ -101,7 +156,7 @@ export function openParseCache(files: readonly SourceFile[], configs: readonly S
  * that is there but cannot be used (damaged, foreign, unreadable) is a miss too, recorded for
  * {@link parseCacheNotes}; what it holds is never used.
  */
-export function lookupParseCache(files: readonly SourceFile[], cache: ParseCache): Array<ParsedData | undefined> {
+export function lookupParseCache(files: readonly SourceFile[], cache: ParseCache): Array<CachedFile | undefined> {
   return files.map((file) => {
     const key = cache.keys.get(file.path);
     if (key === undefined) return undefined;
@@ -112,27 +167,130 @@ export function lookupParseCache(files: readonly SourceFile[], cache: ParseCache
     }
     const bytes = cache.read.found.get(key);
     if (bytes === undefined) return undefined;
+    // Read once: the entry's bytes are garbage once decoded.
+    cache.read.found.delete(key);
     const decoded = decodeCacheEntry(bytes, { key, compiler: cache.compiler });
     if ("problem" in decoded) {
       cache.problems.set(file.path, decoded);
       return undefined;
     }
-    const data = decoded.value as ParsedData | null;
-    if (typeof data !== "object" || data === null || !Array.isArray(data.diagnostics)) {
+    const entry = fromPayload(decoded.value);
+    if (entry === undefined) {
       cache.problems.set(file.path, { problem: "damaged", detail: "it holds no parse result" });
       return undefined;
     }
+    if (entry.verdict !== null && !cache.isVerdict(entry.verdict)) {
+      cache.problems.set(file.path, { problem: "damaged", detail: "it holds no validation verdict" });
+      return undefined;
+    }
     cache.hits++;
-    return data;
+    return entry;
   });
 }
 
-/** Records the entries of files just parsed (`files[i]` gave `parsed[i]`), to be written. */
-export function storeParseCache(files: readonly SourceFile[], parsed: readonly ParsedData[], cache: ParseCache): void {
+/**
+ * A {@link CachedFile} as an entry's payload holds it: flat, so reading 10,000 of them costs
+ * little. `v8.deserialize` of the document's value as a tree of objects was most of the read; the
+ * value is kept as its JSON text instead (`JSON.parse` is native and about twice as fast), except
+ * when JSON cannot give it back exactly (a `-0`), and the four integer tables of the locator and
+ * the line starts are one `Int32Array` (one typed array to deserialise, not four arrays).
+ */
+interface Payload {
+  diagnostics: ParsedData["diagnostics"];
+  verdict: unknown;
+  document: null | {
+    /** The value's JSON text, or null when `value` holds it. */
+    json: string | null;
+    value?: unknown;
+    /** `nodes`, `items`, `ranges` and `lineStarts`, one after the other; `lengths` says where each ends. */
+    ints: Int32Array;
+    lengths: [number, number, number, number];
+    keyText: string;
+    rootRange: [number, number] | undefined;
+    written: Array<[string, string]>;
+    hashes: NonNullable<ParsedData["document"]>["hashes"];
+  };
+}
+
+/** Whether a JSON value holds a `-0`, which its JSON text would give back as `0`. */
+function holdsNegativeZero(value: unknown): boolean {
+  if (typeof value === "number") return value === 0 && Object.is(value, -0);
+  if (Array.isArray(value)) return value.some(holdsNegativeZero);
+  if (value !== null && typeof value === "object") return Object.values(value).some(holdsNegativeZero);
+  return false;
+}
+
+/** The payload of an entry holding `entry` (see {@link Payload}). */
+export function toPayload(entry: CachedFile): Payload {
+  const d = entry.data.document;
+  if (!d) return { diagnostics: entry.data.diagnostics, verdict: entry.verdict, document: null };
+  const { nodes, items, ranges, keyText } = d.index;
+  const ints = new Int32Array(nodes.length + items.length + ranges.length + d.lineStarts.length);
+  ints.set(nodes, 0);
+  ints.set(items, nodes.length);
+  ints.set(ranges, nodes.length + items.length);
+  ints.set(d.lineStarts, nodes.length + items.length + ranges.length);
+  const exact = !holdsNegativeZero(d.value);
+  return {
+    diagnostics: entry.data.diagnostics,
+    verdict: entry.verdict,
+    document: {
+      json: exact ? JSON.stringify(d.value) : null,
+      ...(exact ? {} : { value: d.value }),
+      ints,
+      lengths: [nodes.length, items.length, ranges.length, d.lineStarts.length],
+      keyText,
+      rootRange: d.rootRange,
+      written: d.written,
+      hashes: d.hashes,
+    },
+  };
+}
+
+/** The {@link CachedFile} of a payload ({@link toPayload}); undefined when it is not one (the entry is then damaged). */
+export function fromPayload(payload: unknown): CachedFile | undefined {
+  const p = payload as Partial<Payload> | null;
+  if (typeof p !== "object" || p === null || !Array.isArray(p.diagnostics) || !("verdict" in p)) return undefined;
+  const data: ParsedData = { diagnostics: p.diagnostics };
+  const d = p.document;
+  if (d !== null) {
+    if (typeof d !== "object" || d === undefined || !(d.ints instanceof Int32Array) || !Array.isArray(d.lengths) || d.lengths.length !== 4) return undefined;
+    const [n, i, r, l] = d.lengths;
+    if (![n, i, r, l].every((x) => Number.isInteger(x) && x >= 0) || n + i + r + l !== d.ints.length) return undefined;
+    if (typeof d.keyText !== "string" || !Array.isArray(d.written) || typeof d.hashes !== "object" || d.hashes === null) return undefined;
+    let value: unknown;
+    if (typeof d.json === "string") {
+      try {
+        value = JSON.parse(d.json);
+      } catch {
+        return undefined;
+      }
+    } else if (d.json === null && "value" in d) value = d.value;
+    else return undefined;
+    // Copies, not views: a view would keep the whole entry's bytes alive for the compile.
+    const at = (from: number, length: number): Int32Array => d.ints.slice(from, from + length);
+    data.document = {
+      value,
+      index: { nodes: at(0, n), items: at(n, i), ranges: at(n + i, r), keyText: d.keyText },
+      rootRange: d.rootRange,
+      lineStarts: Array.from(at(n + i + r, l)),
+      written: d.written,
+      hashes: d.hashes,
+    };
+  }
+  return { data, verdict: p.verdict };
+}
+
+/**
+ * Records the entries of files just parsed (`files[i]` gave `parsed[i]`, and validating its
+ * document `verdicts[i]`, null for none), to be written.
+ */
+export function storeParseCache(files: readonly SourceFile[], parsed: readonly ParsedData[], verdicts: readonly unknown[], cache: ParseCache): void {
   cache.parsed += files.length;
   for (let i = 0; i < files.length; i++) {
     const key = cache.keys.get(files[i]!.path);
-    if (key !== undefined) cache.fresh.set(key, encodeCacheEntry(key, cache.compiler, parsed[i]));
+    const entry: CachedFile = { data: parsed[i]!, verdict: verdicts[i] ?? null };
+    if (key !== undefined) cache.fresh.set(key, encodeCacheEntry(key, cache.compiler, toPayload(entry)));
   }
 }
 

@@ -425,25 +425,30 @@ function at1(file: string): SourceLocation {
  * project). `onDocument` sees each usable document as soon as it is parsed, in no particular order
  * (the pipeline validates documents while the workers parse the rest). With `cache` (ADR 0017c),
  * a file whose entry is usable is not parsed: its {@link ParsedData} comes from the entry, and the
- * files parsed are recorded in the cache to be written.
+ * files parsed are recorded in the cache to be written. `onDocument` gets what the entry stored
+ * beside the parse (the validate stage's verdict, ADR 0017j; undefined for a file just parsed)
+ * and returns what to store beside a file just parsed (undefined: nothing).
  */
 export function parseContracts(
   files: readonly SourceFile[],
-  options: { workers?: number; onDocument?: (document: ParsedDocument) => void; cache?: ParseCache } = {},
+  options: { workers?: number; onDocument?: (document: ParsedDocument, stored?: unknown) => unknown; cache?: ParseCache } = {},
 ): StageResult<ParsedDocument[]> {
   const documents = new Array<StageResult<ParsedDocument | undefined>>(files.length);
-  const take = (i: number, data: ParsedData): void => {
+  const kept = new Array<unknown>(files.length).fill(null);
+  const take = (i: number, data: ParsedData, stored?: unknown): void => {
     const result = toParsedDocument(files[i]!, data);
     documents[i] = result;
-    if (result.value) options.onDocument?.(result.value);
+    if (!result.value) return;
+    const keep = options.onDocument?.(result.value, stored ?? undefined);
+    if (keep !== undefined) kept[i] = keep;
   };
   // The cache is looked up before any parse work is shared out, so only the misses are parsed.
   const cached = options.cache ? lookupParseCache(files, options.cache) : undefined;
-  const missing = cached ? cached.flatMap((data, i) => (data === undefined ? [i] : [])) : undefined;
-  cached?.forEach((data, i) => data && take(i, data));
+  const missing = cached ? cached.flatMap((entry, i) => (entry === undefined ? [i] : [])) : undefined;
+  cached?.forEach((entry, i) => entry && take(i, entry.data, entry.verdict));
   const toParse = missing ? missing.map((i) => files[i]!) : files;
   const run = parseAll(toParse, options.workers ?? defaultWorkerCount(toParse), { onResult: (k, data) => take(missing ? missing[k]! : k, data) });
-  if (options.cache) storeParseCache(toParse, run.results, options.cache);
+  if (options.cache) storeParseCache(toParse, run.results, missing ? missing.map((i) => kept[i]) : kept, options.cache);
   const diagnostics: Diagnostic[] = [];
   const value: ParsedDocument[] = [];
   for (const result of documents) {

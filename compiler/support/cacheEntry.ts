@@ -17,7 +17,7 @@ import v8 from "node:v8";
 export const CACHE_MAGIC = "contract-assets cache\n";
 
 /** Bumped whenever the layout or the meaning of a payload changes. */
-export const CACHE_FORMAT = 1;
+export const CACHE_FORMAT = 2;
 
 /** What an entry says about itself. */
 export interface CacheHeader {

@@ -19,24 +19,33 @@ const FILES: Record<SchemaKind, string> = {
   DataContract: "odcs-contract",
 };
 
-let compiled: Record<SchemaKind, ValidateFunction> | undefined;
+let ajv: InstanceType<typeof Ajv> | undefined;
+const compiled = new Map<SchemaKind, ValidateFunction>();
+
+/** The package files of every schema a validator is compiled from (POSIX, package-relative): what the cache's fingerprint covers. */
+export const SCHEMA_FILES: readonly string[] = ["common", ...Object.values(FILES)].map((name) => `compiler/schemas/v1/${name}.schema.json`);
 
 function schemaJson(name: string): object {
   return JSON.parse(readPackageFile(`compiler/schemas/v1/${name}.schema.json`)) as object;
 }
 
-/** The ajv validator of one document kind (compiled on first use, then cached). */
+/**
+ * The ajv validator of one document kind, compiled on first use of that kind, then cached: a
+ * compile whose documents all come with their verdict from the incremental cache but one (an
+ * edited contract) compiles one schema, not five.
+ */
 export function validatorFor(kind: SchemaKind): ValidateFunction {
-  if (!compiled) {
-    const ajv = new Ajv({ allErrors: true, verbose: true, strict: true, discriminator: true, allowUnionTypes: true });
-    ajv.addKeyword({ keyword: "x-expected", schemaType: "string" });
-    ajv.addSchema(schemaJson("common"));
-    compiled = {} as Record<SchemaKind, ValidateFunction>;
-    for (const [k, file] of Object.entries(FILES) as Array<[SchemaKind, string]>) {
-      compiled[k] = ajv.compile(schemaJson(file));
+  let validate = compiled.get(kind);
+  if (!validate) {
+    if (!ajv) {
+      ajv = new Ajv({ allErrors: true, verbose: true, strict: true, discriminator: true, allowUnionTypes: true });
+      ajv.addKeyword({ keyword: "x-expected", schemaType: "string" });
+      ajv.addSchema(schemaJson("common"));
     }
+    validate = ajv.compile(schemaJson(FILES[kind]));
+    compiled.set(kind, validate);
   }
-  return compiled[kind];
+  return validate;
 }
 
 export type { ErrorObject };

@@ -147,6 +147,69 @@ export function validateDocument(written: ParsedDocument, config: boolean): Docu
 }
 
 /**
+ * A {@link DocumentVerdict} as the incremental cache keeps it beside the document's parse (ADR
+ * 0017j): plain data, the document itself left out (it is the parse's value, and its source the
+ * parse). Validating a document reads nothing but the document, its locations and whether it is a
+ * config (`validateDocument`), so the verdict of a file whose entry matches its bytes is the one
+ * stored; `config` is kept to be checked all the same.
+ */
+export interface StoredVerdict {
+  config: boolean;
+  diagnostics: Diagnostic[];
+  accepted?: "contract" | "external" | "config";
+  failed?: { names: string[]; id: string | undefined };
+}
+
+/**
+ * What the cache keeps of `verdict`, the verdict of `document`; null when it cannot be kept as
+ * data: an ODCS document's verdict holds the contract translated from it, not the parse's value.
+ */
+export function storedVerdictOf(document: ParsedDocument, verdict: DocumentVerdict, config: boolean): StoredVerdict | null {
+  if (isOdcsDocument(document.value)) return null;
+  const a = verdict.accepted;
+  if (a && (a.located.document !== document.value || a.located.source !== document)) return null;
+  const stored: StoredVerdict = { config, diagnostics: verdict.diagnostics };
+  if (a) stored.accepted = a.kind;
+  if (verdict.failed) stored.failed = { names: verdict.failed.names, id: verdict.failed.id };
+  return stored;
+}
+
+/** The {@link DocumentVerdict} of `document` from what the cache kept ({@link storedVerdictOf}); undefined when it was kept for the other kind of file. */
+export function restoreVerdict(document: ParsedDocument, stored: StoredVerdict, config: boolean): DocumentVerdict | undefined {
+  if (stored.config !== config) return undefined;
+  const verdict: DocumentVerdict = { diagnostics: stored.diagnostics };
+  if (stored.accepted) verdict.accepted = { kind: stored.accepted, located: { document: document.value as AnyDocument, source: document } };
+  if (stored.failed) verdict.failed = { names: stored.failed.names, id: stored.failed.id, config };
+  return verdict;
+}
+
+const isString = (v: unknown): v is string => typeof v === "string";
+const isLocation = (v: unknown): boolean => {
+  const l = v as Record<string, unknown> | null;
+  return typeof l === "object" && l !== null && isString(l.file) && Number.isInteger(l.line) && Number.isInteger(l.column);
+};
+
+/** Whether a value read back from the cache has the shape of a {@link StoredVerdict} (else the entry is damaged). */
+export function isStoredVerdict(value: unknown): value is StoredVerdict {
+  const v = value as Record<string, unknown> | null;
+  if (typeof v !== "object" || v === null || typeof v.config !== "boolean" || !Array.isArray(v.diagnostics)) return false;
+  for (const d of v.diagnostics as unknown[]) {
+    const x = d as Record<string, unknown> | null;
+    if (typeof x !== "object" || x === null || !isString(x.code) || !isString(x.message) || !["error", "warning", "info"].includes(x.severity as string)) return false;
+    if (x.location !== undefined && !isLocation(x.location)) return false;
+    if (!Array.isArray(x.related) || !(x.related as unknown[]).every((r) => isString((r as Record<string, unknown> | null)?.message) && isLocation((r as Record<string, unknown>).location))) return false;
+  }
+  if (v.accepted !== undefined && !["contract", "external", "config"].includes(v.accepted as string)) return false;
+  if (v.failed !== undefined) {
+    const f = v.failed as Record<string, unknown> | null;
+    if (typeof f !== "object" || f === null || !Array.isArray(f.names) || !(f.names as unknown[]).every(isString) || (f.id !== undefined && !isString(f.id))) return false;
+  }
+  // A verdict accepts or refuses its document; errors and acceptance exclude each other.
+  const errors = (v.diagnostics as Diagnostic[]).some((d) => d.severity === "error");
+  return errors ? v.failed !== undefined && v.accepted === undefined : v.failed === undefined;
+}
+
+/**
  * The validate stage: {@link validateDocument} of every document, folded in input order (contracts,
  * then configs). A document that fails is left out of the output; its names are kept as unresolved.
  *

@@ -278,18 +278,19 @@ def load_manifest(path: str | os.PathLike[str], contract_id: str | None = None) 
             data = view
     if problem is not None:
         raise ManifestError(f"manifest {key!r} does not match the manifest schema at {problem} (recompile)")
-    # The whole file (no contract id, or the monitor's task, kept whole above) joins every DAG.
-    _join_datasets(key, data, None if contract_id is None or data is not view else view["dags"])
+    # What is returned joins every DAG it holds: the whole file (no contract id, or the monitor's
+    # task, kept whole above) or the task's view (the DAGs its tasks read).
+    _join_datasets(key, data)
     manifest = cast(Manifest, data)
     with _lock:
         _cache[(key, contract_id)] = (stamp, manifest)
     return manifest
 
 
-def _join_datasets(key: str, data: dict[str, Any], dags: list[Any] | None) -> None:
-    """Joins the runtime datasets of ``dags`` (None: every DAG) to their assets (:func:`resolve_datasets`)."""
+def _join_datasets(key: str, data: dict[str, Any]) -> None:
+    """Joins the runtime datasets of every DAG of ``data`` to their assets (:func:`resolve_datasets`)."""
     assets = {a["name"]: a for a in data["assets"]}
-    for dag in data["dags"] if dags is None else dags:
+    for dag in data["dags"]:
         try:
             resolve_datasets(assets, dag)
         except KeyError as exc:

@@ -47,6 +47,8 @@ type Edit =
   | { kind: "description"; pick: number; text: string }
   | { kind: "comment"; pick: number }
   | { kind: "syntaxError"; pick: number }
+  | { kind: "placeholder"; pick: number }
+  | { kind: "unknownField"; pick: number }
   | { kind: "revert"; pick: number }
   | { kind: "delete"; pick: number }
   | { kind: "copy"; pick: number }
@@ -56,6 +58,9 @@ const edit: fc.Arbitrary<Edit> = fc.oneof(
   { weight: 4, arbitrary: fc.record({ kind: fc.constant("description" as const), pick: fc.nat(), text: fc.string({ minLength: 1, maxLength: 12 }).map((s) => s.replace(/["\\\n\r]/g, "x")) }) },
   fc.record({ kind: fc.constant("comment" as const), pick: fc.nat() }),
   fc.record({ kind: fc.constant("syntaxError" as const), pick: fc.nat() }),
+  // Parse the same, validate otherwise (ADR 0017j: the cached verdict): a rule's error, a schema's.
+  fc.record({ kind: fc.constant("placeholder" as const), pick: fc.nat() }),
+  fc.record({ kind: fc.constant("unknownField" as const), pick: fc.nat() }),
   fc.record({ kind: fc.constant("revert" as const), pick: fc.nat() }),
   fc.record({ kind: fc.constant("delete" as const), pick: fc.nat() }),
   fc.record({ kind: fc.constant("copy" as const), pick: fc.nat() }),
@@ -85,6 +90,15 @@ function apply(root: string, e: Edit, original: string): string[] {
       return [relative];
     case "syntaxError":
       fs.writeFileSync(file, text.replace(/\n/, "\n\t"));
+      return [relative];
+    case "placeholder": {
+      // TemplateFreeTextRule's error: the document parses, its verdict refuses it.
+      const edited = text.replace(/description: "([^"]*)"/, (_, d: string) => `description: "${d} \${ENVIRONMENT}"`);
+      fs.writeFileSync(file, edited === text ? `${text}colour: blue\n` : edited);
+      return [relative];
+    }
+    case "unknownField":
+      fs.appendFileSync(file, "colour: blue\n");
       return [relative];
     case "revert": {
       const before = fs.readFileSync(path.join(original, relative), { encoding: "utf8", flag: "r" });
@@ -122,11 +136,42 @@ describe("the incremental cache", () => {
           const inputs = contractFiles(warm).length + fs.readdirSync(path.join(warm, "orchestration", "airflow", "sources")).length;
           expect(a.cache?.hits, JSON.stringify(e)).toBe(changed[0] === "*" ? 0 : inputs - changed.length);
           expect(a.cache?.parsed, JSON.stringify(e)).toBe(inputs - a.cache!.hits);
+          // Each document from the cache came with its verdict (no ODCS documents in this corpus).
+          expect(a.cache?.verdicts, JSON.stringify(e)).toBe(a.cache!.hits);
         }
         expect(fs.existsSync(path.join(cold, ".contract-assets"))).toBe(false);
       }),
       { seed: 20261201, numRuns: 3 },
     );
+  });
+
+  it("keeps a refused document's verdict: a later compile takes it from the cache and reports as a cold one", () => {
+    const warm = copyCorpus();
+    const cold = copyCorpus();
+    compile(warm, true);
+    compile(cold, false);
+    // A rule's error in one file, a schema's in another, then an edit elsewhere: the two refused
+    // documents' verdicts come from the cache in the last compile.
+    const edits: Edit[] = [
+      { kind: "placeholder", pick: 3 },
+      { kind: "unknownField", pick: 11 },
+      { kind: "description", pick: 20, text: "later" },
+    ];
+    let last: CompileResult | undefined;
+    for (const e of edits) {
+      apply(warm, e, corpus());
+      apply(cold, e, corpus());
+      last = compile(warm, true);
+      const b = compile(cold, false);
+      expect(last.diagnostics, JSON.stringify(e)).toEqual(b.diagnostics);
+      expect(snapshot(path.join(warm, "generated"))).toEqual(snapshot(path.join(cold, "generated")));
+    }
+    const inputs = contractFiles(warm).length + fs.readdirSync(path.join(warm, "orchestration", "airflow", "sources")).length;
+    expect(last!.cache).toMatchObject({ hits: inputs - 1, parsed: 1, verdicts: inputs - 1 });
+    const files = contractFiles(warm);
+    const errors = last!.diagnostics.filter((d) => d.severity === "error");
+    expect(errors.find((d) => d.code === "CA3802")?.location?.file).toBe(files[3]);
+    expect(errors.some((d) => d.location?.file === files[11] && d.message.includes("colour"))).toBe(true);
   });
 
   it("ignores a damaged or foreign entry with a note, and the output stays a cold compile's", () => {
@@ -143,7 +188,7 @@ describe("the incremental cache", () => {
     fs.writeFileSync(entry(1), "not a cache entry at all\n");
     const third = fs.readFileSync(entry(2));
     // Another build: the same header but another parse fingerprint (same length, so only that differs).
-    fs.writeFileSync(entry(2), Buffer.from(third.toString("latin1").replace(/\(parse [0-9a-f]{16}\)/, "(parse 0000000000000000)"), "latin1"));
+    fs.writeFileSync(entry(2), Buffer.from(third.toString("latin1").replace(/\(parse and validate [0-9a-f]{16}\)/, "(parse and validate 0000000000000000)"), "latin1"));
     fs.writeFileSync(entry(3), fs.readFileSync(entry(3)).subarray(0, CACHE_MAGIC.length + 2));
     fs.rmSync(entry(4));
     fs.mkdirSync(entry(4));
@@ -154,7 +199,7 @@ describe("the incremental cache", () => {
       ["info", "the incremental cache's entry of this file is foreign (…), so it was ignored and the file parsed again"],
       ["info", "the incremental cache's entry of this file is unreadable (…), so it was ignored and the file parsed again"],
     ]);
-    expect(notes.find((d) => d.message.includes("foreign"))!.message).toMatch(/written by "contract-assets [^"]+ \(parse 0000000000000000\)", not "contract-assets [^"]+ \(parse [0-9a-f]{16}\)"/);
+    expect(notes.find((d) => d.message.includes("foreign"))!.message).toMatch(/written by "contract-assets [^"]+ \(parse and validate 0000000000000000\)", not "contract-assets [^"]+ \(parse and validate [0-9a-f]{16}\)"/);
     // The folder in the entry's place cannot be written over either: one CA9950 note, nothing else.
     const unwritten = damaged.diagnostics.filter((d) => d.code === "CA9950");
     expect(unwritten.map((d) => d.location?.file)).toEqual([`${PARSE_CACHE_FOLDER}/${entries[4]}`]);

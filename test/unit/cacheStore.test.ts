@@ -6,7 +6,7 @@ import v8 from "node:v8";
 import { describe, expect, it } from "vitest";
 import { usesCache } from "../../compiler/cli.js";
 import { readCacheEntries } from "../../compiler/discover/readCache.js";
-import { CACHE_MAGIC, cacheKey, decodeCacheEntry, encodeCacheEntry } from "../../compiler/support/cacheEntry.js";
+import { CACHE_FORMAT, CACHE_MAGIC, cacheKey, decodeCacheEntry, encodeCacheEntry } from "../../compiler/support/cacheEntry.js";
 import { writeCacheEntries } from "../../compiler/write/writeCache.js";
 
 // The incremental cache's store (ADR 0017c): entry bytes, reading and writing them. The cache in a
@@ -65,7 +65,7 @@ describe("a cache entry", () => {
     const entry = encodeCacheEntry(KEY, COMPILER, value);
     expect(decodeCacheEntry(entry, { key: cacheKey("config-hash", "contracts/b.yaml", bytes("id: a.b\n")), compiler: COMPILER })).toEqual({ problem: "damaged", detail: "it was written under another key" });
     expect(decodeCacheEntry(entry, { key: KEY, compiler: "contract-assets 9.9.10" })).toEqual({ problem: "foreign", detail: 'written by "contract-assets 9.9.9", not "contract-assets 9.9.10"' });
-    expect(decodeCacheEntry(withHeader({ format: 0 }), { key: KEY, compiler: COMPILER })).toEqual({ problem: "foreign", detail: "cache format 0, not 1" });
+    expect(decodeCacheEntry(withHeader({ format: 0 }), { key: KEY, compiler: COMPILER })).toEqual({ problem: "foreign", detail: `cache format 0, not ${CACHE_FORMAT}` });
     expect(decodeCacheEntry(withHeader({ v8: "1.0.0" }), { key: KEY, compiler: COMPILER })).toMatchObject({ problem: "foreign", detail: expect.stringContaining('V8 "1.0.0"') });
     // The rewritten header itself is sound: only the field changed decides.
     expect(decodeCacheEntry(withHeader({}), { key: KEY, compiler: COMPILER })).toEqual({ value });
