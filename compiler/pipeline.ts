@@ -15,7 +15,7 @@ import { parseContracts, parseDocument, type ParsedDocument } from "./parse/pars
 import { planDags } from "./plan/planDags.js";
 import { planFreshnessMonitor } from "./plan/planFreshnessMonitor.js";
 import { renderContractYaml } from "./render/renderContractYaml.js";
-import { renderModules, type FileMap } from "./render/renderModules.js";
+import { renderEachModule, type FileMap } from "./render/renderModules.js";
 import { renderOdcs } from "./render/renderOdcs.js";
 import { mergeProposal, parseProposal } from "./report/driftApply.js";
 import { packageNameOf, scaffoldFiles } from "./report/initCommand.js";
@@ -26,7 +26,7 @@ import { SCHEMA_FILES } from "./validate/schemas.js";
 import { isStoredVerdict, restoreVerdict, storedVerdictOf, validateDocument, validateDocuments, type DocumentVerdict, type StoredVerdict } from "./validate/validateDocuments.js";
 import { writeCacheEntries } from "./write/writeCache.js";
 import { writeNewFiles } from "./write/writeNewFiles.js";
-import { writeOutputs, type WriteReport, type WriteScope } from "./write/writeOutputs.js";
+import { openWrite, writeOutputs, type WriteReport, type WriteScope } from "./write/writeOutputs.js";
 import { COMPILER_NAME, COMPILER_VERSION } from "./version.js";
 
 /** Everything one compile produced, in memory; nothing is written here. */
@@ -38,7 +38,10 @@ export interface CompileResult {
   project?: LinkedProject;
   graph?: AssetGraph;
   manifest?: Manifest;
-  /** The rendered output; absent when there are errors (so nothing can be written). */
+  /**
+   * The rendered output, by project-relative path; absent when there are errors (so nothing can be
+   * written), and with `write` unless `keepFiles` (the write takes each file as it is rendered).
+   */
   files?: FileMap;
   /** The manifest found in the output folder (or at the `against` ref) before this compile, when valid. */
   previousManifest?: Manifest;
@@ -69,6 +72,11 @@ export interface CompileOptions {
   force?: boolean;
   /** What `write` does with a clean compile's files: write them, or compare them (`--check`); default neither. */
   write?: "write" | "check";
+  /**
+   * With `write`: also return every rendered file as `files` (tests, tools). Without it a write
+   * holds no rendered text longer than it takes to compare or stage it (ADR 0017i).
+   */
+  keepFiles?: boolean;
   /** Texts that stand in for project files (`drift apply` compiles a merge before writing it). */
   overlay?: ReadonlyMap<string, string>;
   /**
@@ -90,6 +98,21 @@ export interface CompileOptions {
 /** A manifest with nothing in it: the previous state of a first compile asked for a diff. */
 function emptyManifest(): Manifest {
   return { manifestVersion: MANIFEST_VERSION, compiler: { name: COMPILER_NAME, version: COMPILER_VERSION }, lineage: { namespace: "" }, assets: [], edges: [], dags: [] };
+}
+
+/**
+ * The manifest stage's result (`build` runs it) with its text in a box of its own: a local
+ * variable or a temporary of the caller holding the stage's result would keep the text, as large
+ * as the manifest file, to the end of the compile; emptying the box lets it go (ADR 0017i).
+ */
+function boxedManifest(build: () => StageResult<{ manifest: Manifest; text: string }>): { manifest: Manifest; manifestText: { text?: string }; manifestDiagnostics: Diagnostic[] } {
+  const built = build();
+  return { manifest: built.value.manifest, manifestText: { text: built.value.text }, manifestDiagnostics: built.diagnostics };
+}
+
+/** `{path → the box's text}`, built here so that no temporary of the caller holds the text. */
+function knownText(path: string, box: { text?: string }): Map<string, string> {
+  return new Map([[path, box.text!]]);
 }
 
 /**
@@ -215,13 +238,15 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
   // The manifest is built even when there are errors, so the diff can say what the change does;
   // nothing is rendered (so nothing can be written) unless every stage is clean.
   const plans = planDags(linked.value);
-  const manifest = buildManifest(linked.value, graph.value, plans.value, planFreshnessMonitor(linked.value));
-  diagnostics.push(...plans.diagnostics, ...manifest.diagnostics);
-  result.manifest = manifest.value.manifest;
+  // The manifest's text (as large as its file) is held in one box, emptied once the text is
+  // written or compared (ADR 0017i).
+  const { manifest, manifestText, manifestDiagnostics } = boxedManifest(() => buildManifest(linked.value, graph.value, plans.value, planFreshnessMonitor(linked.value)));
+  diagnostics.push(...plans.diagnostics, ...manifestDiagnostics);
+  result.manifest = manifest;
   // Read against the new manifest: the same text is the same state (this compiler wrote it, so it
   // needs no parse or schema check: the no-op compile, `--check` and `validate` of an up-to-date
   // project), and otherwise only the records whose text changed are parsed (ADR 0017d).
-  if (!options.previousManifest) checkPrevious(manifest.value);
+  if (!options.previousManifest) checkPrevious({ manifest, text: manifestText.text! });
   const previous = previousStateOf();
   if (previousManifest) result.previousManifest = previousManifest;
   if (previousFile && diagnostics.some((d) => d.location?.file === previousFile!.path)) sources.set(previousFile.path, previousFile.text);
@@ -232,7 +257,7 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
     const accepted = new Set([...validated.value.contracts, ...validated.value.externals].map((l) => l.source.file.path));
     const broken = new Set(discovered.value.contractPaths.filter((p) => !accepted.has(p)));
     const unresolved = new Set([...validated.value.unresolvedNames, ...linked.value.refused, ...previous.assets.filter((a) => broken.has(a.contract)).map((a) => a.name)]);
-    result.diff = diffManifests(previous, manifest.value.manifest, unresolved);
+    result.diff = diffManifests(previous, manifest, unresolved);
     const breaking = breakingDiagnostics(result.diff, linked.value, previous);
     // A consumer whose upstream broke is usually reported by link already (CA4005, CA4006, CA4008):
     // say it once, on that line.
@@ -241,21 +266,37 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
     diagnostics.push(...breaking.diagnostics.filter((d) => !taken.has(lineOf(d))));
   }
   if (options.render !== false && !hasErrors(diagnostics)) {
-    const rendered = renderModules(manifest.value.manifest, manifest.value.text, layout.outDir);
-    diagnostics.push(...rendered.diagnostics);
+    // Rendered file by file into the write (ADR 0017i): a file found holding its text is dropped at
+    // once, a changed one staged (or kept for --check's report); the map of every file is built only
+    // without a write, or when asked for (`keepFiles`).
+    // The manifest found holding the new text is not compared again (ADR 0017g).
+    const write = options.write
+      ? openWrite(layout, { check: options.write === "check", ...result.writeScope, ...(previousHolding !== undefined ? { known: knownText(previousHolding, manifestText) } : {}) })
+      : undefined;
+    const files: FileMap | undefined = !write || options.keepFiles ? new Map() : undefined;
+    const emit = (relative: string, text: string): void => {
+      files?.set(relative, text);
+      write?.add(relative, text);
+    };
+    renderEachModule(manifest, manifestText.text!, layout.outDir, (relative, text) => {
+      emit(relative, text);
+      // Written or compared: the manifest's text is not held while the modules are rendered.
+      delete manifestText.text;
+    });
     if (exportsOdcs) {
       const odcs = renderOdcs(linked.value, odcsDir);
       diagnostics.push(...odcs.diagnostics);
-      for (const [file, text] of odcs.value) rendered.value.set(file, text);
+      for (const [file, text] of odcs.value) emit(file, text);
     }
-    if (!hasErrors(diagnostics)) result.files = rendered.value;
-  }
-  if (result.files && options.write) {
-    // The manifest found holding the new text is not compared again (ADR 0017g).
-    const known = previousHolding !== undefined ? new Map([[previousHolding, manifest.value.text]]) : undefined;
-    const written = writeOutputs(layout, result.files, { check: options.write === "check", ...result.writeScope, ...(known ? { known } : {}) });
-    diagnostics.push(...written.diagnostics);
-    result.written = written.value;
+    if (hasErrors(diagnostics)) write?.discard();
+    else {
+      if (files) result.files = files;
+      if (write) {
+        const written = write.finish();
+        diagnostics.push(...written.diagnostics);
+        result.written = written.value;
+      }
+    }
   }
   if (parseCache) {
     const cached = writeCacheEntries(layout.root, CACHE_FOLDER, PARSE_CACHE_FOLDER, parseCache.fresh, new Set(parseCache.keys.values()));

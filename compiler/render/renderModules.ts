@@ -157,15 +157,24 @@ export function renderDagModule(dag: DagPlan, assets: ReadonlyMap<string, Manife
 }
 
 /**
- * The render stage: the manifest and one module per DAG, as an in-memory map of path → contents
- * (sqlc style; compile, --check and --diff all reuse it). Pure: the template is part of the
- * compiler, not of the project.
+ * The render stage, file by file: hands `emit` the manifest text, then each DAG's module, then the
+ * freshness monitor's, each as soon as it is rendered, so a caller that compares or writes them one
+ * at a time (`openWrite`) never holds them all (ADR 0017i). Pure: the template is part of the
+ * compiler, not of the project; no diagnostics (every value was checked before the manifest).
+ */
+export function renderEachModule(manifest: Manifest, manifestText: string, outDir: string, emit: (relative: string, text: string) => void): void {
+  emit(`${outDir}/manifest.json`, manifestText);
+  const assets = new Map(manifest.assets.map((a) => [a.name, a]));
+  for (const dag of manifest.dags) emit(modulePath(outDir, dag.dag_id), renderDagModule(dag, assets));
+  if (manifest.freshness_monitor) emit(`${outDir}/dags/${manifest.freshness_monitor.dag_id}.py`, renderFreshnessMonitor(manifest.freshness_monitor, assets));
+}
+
+/**
+ * The render stage as an in-memory map of path → contents (sqlc style; what `compileProject`
+ * returns as `files` when asked to keep them, and without a write): {@link renderEachModule}'s files.
  */
 export function renderModules(manifest: Manifest, manifestText: string, outDir: string): StageResult<FileMap> {
   const files: FileMap = new Map();
-  files.set(`${outDir}/manifest.json`, manifestText);
-  const assets = new Map(manifest.assets.map((a) => [a.name, a]));
-  for (const dag of manifest.dags) files.set(modulePath(outDir, dag.dag_id), renderDagModule(dag, assets));
-  if (manifest.freshness_monitor) files.set(`${outDir}/dags/${manifest.freshness_monitor.dag_id}.py`, renderFreshnessMonitor(manifest.freshness_monitor, assets));
+  renderEachModule(manifest, manifestText, outDir, (relative, text) => files.set(relative, text));
   return { value: files, diagnostics: [] };
 }

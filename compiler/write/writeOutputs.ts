@@ -82,19 +82,31 @@ function writeText(absolute: string, text: string): void {
  */
 export type KnownOutputs = ReadonlyMap<string, string>;
 
+/** Whether a rendered file's text is the file's on disk (a `known` one is not read again). */
+function holdsText(layout: ProjectLayout, relative: string, text: string, known?: KnownOutputs): boolean {
+  return known?.get(relative) === text || fileHoldsText(path.join(layout.root, relative), text);
+}
+
+/**
+ * The files of the output folder (within `scope`) that no rendered file is: the generated ones
+ * (with the header) to delete, the others (hand-written) to report. `skip`: this write's own
+ * temporaries, staged beside their targets before the folder is listed.
+ */
+function staleOutputs(layout: ProjectLayout, rendered: ReadonlySet<string>, scope: WriteScope, skip?: string): Pick<WriteReport, "deleted" | "foreign"> {
+  const out: Pick<WriteReport, "deleted" | "foreign"> = { deleted: [], foreign: [] };
+  for (const relative of existingOutputs(layout, scope)) {
+    if (rendered.has(relative) || (skip !== undefined && relative.endsWith(skip))) continue;
+    const text = readIfExists(path.join(layout.root, relative)) ?? "";
+    (text.startsWith(GENERATED_HEADER_PREFIX) ? out.deleted : out.foreign).push(relative);
+  }
+  return out;
+}
+
 /** Works out which files differ from the rendered map, without writing. */
 export function planWrite(layout: ProjectLayout, files: FileMap, scope: WriteScope = {}, known?: KnownOutputs): WriteReport {
   const report: WriteReport = { written: [], deleted: [], unchanged: [], foreign: [] };
-  for (const relative of [...files.keys()].sort(compareStrings)) {
-    const text = files.get(relative)!;
-    (known?.get(relative) === text || fileHoldsText(path.join(layout.root, relative), text) ? report.unchanged : report.written).push(relative);
-  }
-  for (const relative of existingOutputs(layout, scope)) {
-    if (files.has(relative)) continue;
-    const text = readIfExists(path.join(layout.root, relative)) ?? "";
-    (text.startsWith(GENERATED_HEADER_PREFIX) ? report.deleted : report.foreign).push(relative);
-  }
-  return report;
+  for (const relative of [...files.keys()].sort(compareStrings)) (holdsText(layout, relative, files.get(relative)!, known) ? report.unchanged : report.written).push(relative);
+  return { ...report, ...staleOutputs(layout, new Set(files.keys()), scope) };
 }
 
 /** The first folder of `dir` (or `dir` itself) that does not exist yet, to remove on failure. */
@@ -110,17 +122,92 @@ function firstMissing(dir: string): string | undefined {
 const at = (file: string) => ({ file, line: 1, column: 1 });
 const reason = (error: unknown): string => (error as NodeJS.ErrnoException).code ?? String(error);
 
-/**
- * Why the output folder cannot take the planned writes, before anything is touched: the folder is
- * not a folder, or a target path is taken by something that is not a regular file.
- */
-function blockers(layout: ProjectLayout, report: WriteReport): Diagnostic[] {
-  const out: Diagnostic[] = [];
+/** Why the output folder cannot be written at all: it exists and is not a folder. */
+function outDirBlocker(layout: ProjectLayout): Diagnostic | undefined {
   const outDir = path.join(layout.root, layout.outDir);
-  if (fs.existsSync(outDir) && !fs.statSync(outDir).isDirectory()) {
-    return [createDiagnostic(Diagnostics.WriteFailed, { path: layout.outDir, reason: "it exists and is not a folder" }, at(layout.outDir))];
+  return fs.existsSync(outDir) && !fs.statSync(outDir).isDirectory() ? createDiagnostic(Diagnostics.WriteFailed, { path: layout.outDir, reason: "it exists and is not a folder" }, at(layout.outDir)) : undefined;
+}
+
+/**
+ * Why a target path cannot take its file, looked at before the file is staged: a folder on the
+ * way is not a folder, or the target is not a regular file. `lstat` is shared by every target
+ * (folders are shared by many: each path is looked at once).
+ */
+function pathBlocker(relative: string, lstat: (partial: string) => fs.Stats | undefined): Diagnostic | undefined {
+  // Every folder on the way must be a folder (or missing), and the target a file (or missing).
+  const parts = relative.split("/");
+  for (let i = 1; i <= parts.length; i++) {
+    const partial = parts.slice(0, i).join("/");
+    const stat = lstat(partial);
+    if (!stat) return undefined;
+    const last = i === parts.length;
+    if ((last && !stat.isFile()) || (!last && !stat.isDirectory())) {
+      return createDiagnostic(Diagnostics.WriteFailed, { path: partial, reason: last ? "it is not a regular file" : "it is not a folder" }, at(partial));
+    }
   }
-  // Folders are shared by many targets: look at each path once.
+  return undefined;
+}
+
+/**
+ * One write (or check) of the output folder, fed one rendered file at a time (ADR 0017i), so no
+ * rendered text is held longer than it takes to compare it: a file found holding its text is
+ * dropped at once; a changed one is staged as its temporary file beside its target (with `check`,
+ * kept for the drift report). {@link finish} then lists the output folder and, only when every
+ * changed file was staged, renames the temporaries into place and deletes the stale modules;
+ * {@link discard} (a later error) removes what was staged. Either way nothing in the output folder
+ * has changed unless `finish` reached its renames.
+ */
+export interface OutputWrite {
+  /** Offers one rendered file (a project-relative path, each once); the text is not kept unless it must be written by `check`. */
+  add(relative: string, text: string): void;
+  /** Ends the write: see {@link writeOutputs} for what it does and reports. */
+  finish(): StageResult<WriteReport>;
+  /** Ends the write without touching the output folder: every temporary staged is removed. */
+  discard(): void;
+}
+
+/**
+ * Options of a write: `check` compares only; the scope of what it manages; `known` files
+ * ({@link KnownOutputs}) are not compared again, and the write takes the map over: each entry is
+ * deleted once its file is added, so a known text (the manifest's, as large as its file) is not
+ * held to the end of the write by the map.
+ */
+export type WriteOptions = { check: boolean; known?: Map<string, string> } & WriteScope;
+
+/**
+ * Opens a write of `layout.outDir` (see {@link OutputWrite}). Nothing is touched until a changed
+ * file is added; a target whose path is blocked (CA9003) stops the staging before that file, and
+ * a file system error while staging (CA9003) removes what was staged; the other files are still
+ * compared, so the report says the same as a comparison of every file.
+ */
+export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputWrite {
+  const { check, known = new Map<string, string>(), ...scope } = options;
+  const diagnostics: Diagnostic[] = [];
+  const unchanged: string[] = [];
+  const changed: string[] = [];
+  const rendered = new Set<string>();
+  // With `check`: the compiled text of each changed file, for the drift report.
+  const compiled = new Map<string, string>();
+  const suffix = `.tmp-${process.pid}-${randomBytes(4).toString("hex")}`;
+  const staged: Array<{ temp: string; target: string; relative: string }> = [];
+  const createdFolders: string[] = [];
+  const readyFolders = new Set<string>();
+  let stopped = false;
+  let ended = false;
+  const unstage = (): void => {
+    for (const s of staged) fs.rmSync(s.temp, { force: true });
+    for (const folder of createdFolders.reverse()) fs.rmSync(folder, { recursive: true, force: true });
+    staged.length = 0;
+    createdFolders.length = 0;
+  };
+  const stop = (diagnostic: Diagnostic): void => {
+    diagnostics.push(diagnostic);
+    if (!stopped) unstage();
+    stopped = true;
+  };
+  // An output folder that is not a folder is said once, not under every target.
+  const outDirBlocked = !check && outDirBlocker(layout);
+  if (outDirBlocked) stop(outDirBlocked);
   const stats = new Map<string, fs.Stats | undefined>();
   const lstat = (partial: string): fs.Stats | undefined => {
     if (!stats.has(partial)) {
@@ -134,76 +221,13 @@ function blockers(layout: ProjectLayout, report: WriteReport): Diagnostic[] {
     }
     return stats.get(partial);
   };
-  for (const relative of report.written) {
-    // Every folder on the way must be a folder (or missing), and the target a file (or missing).
-    const parts = relative.split("/");
-    for (let i = 1; i <= parts.length; i++) {
-      const partial = parts.slice(0, i).join("/");
-      const stat = lstat(partial);
-      if (!stat) break;
-      const last = i === parts.length;
-      if ((last && !stat.isFile()) || (!last && !stat.isDirectory())) {
-        out.push(createDiagnostic(Diagnostics.WriteFailed, { path: partial, reason: last ? "it is not a regular file" : "it is not a folder" }, at(partial)));
-        break;
-      }
-    }
-  }
-  return out;
-}
-
-/**
- * The write stage: the only stage that writes the disk. Writes only files whose contents changed
- * (a no-op compile keeps every modification time), deletes generated modules that no DAG produces
- * any more (only files that carry the generated header), and reports hand-written files in the
- * output folder without touching them.
- *
- * Atomicity: targets are checked first (a folder where a file must go stops everything before any
- * change); every changed file is then written beside its target as a temporary file, and only when
- * all temporaries exist are they renamed into place (rename is atomic per file on POSIX). If
- * staging fails, the temporaries and any folder made for them are removed, so nothing in the
- * output folder has changed. A failure after that point (a rename or delete refused by the file
- * system) is reported, never thrown.
- *
- * With `check`, nothing is written: each file that would change is CA9001 (exit 1 in the CLI).
- * `known`: files already found holding their text (see {@link KnownOutputs}), not compared again.
- */
-export function writeOutputs(layout: ProjectLayout, files: FileMap, options: { check: boolean; known?: KnownOutputs } & WriteScope): StageResult<WriteReport> {
-  const diagnostics: Diagnostic[] = [];
-  let report: WriteReport;
-  try {
-    report = planWrite(layout, files, options, options.known);
-  } catch (error) {
-    return { value: { written: [], deleted: [], unchanged: [], foreign: [] }, diagnostics: [createDiagnostic(Diagnostics.WriteFailed, { path: layout.outDir, reason: reason(error) }, at(layout.outDir))] };
-  }
-  for (const f of report.foreign) diagnostics.push(createDiagnostic(Diagnostics.ForeignFileInOutput, { path: f }, at(f)));
-  if (options.check) {
-    const drift: DriftedFile[] = [];
-    for (const f of report.written) {
-      const onDisk = readIfExists(path.join(layout.root, f)) ?? null;
-      drift.push({ path: f, onDisk, compiled: files.get(f)! });
-      diagnostics.push(createDiagnostic(Diagnostics.CheckDrift, { path: f, change: onDisk !== null ? "out of date" : "missing" }, at(f)));
-    }
-    for (const f of report.deleted) {
-      drift.push({ path: f, onDisk: readIfExists(path.join(layout.root, f)) ?? "", compiled: null });
-      diagnostics.push(createDiagnostic(Diagnostics.CheckDrift, { path: f, change: "stale (its contract is gone)" }, at(f)));
-    }
-    // Sort for determinism.
-    drift.sort((a, b) => compareStrings(a.path, b.path));
-    return { value: { ...report, drift }, diagnostics };
-  }
-  const nothing: WriteReport = { ...report, written: [], deleted: [] };
-  const blocked = blockers(layout, report);
-  if (blocked.length) return { value: nothing, diagnostics: [...diagnostics, ...blocked] };
-
-  const suffix = `.tmp-${process.pid}-${randomBytes(4).toString("hex")}`;
-  const staged: Array<{ temp: string; target: string }> = [];
-  const createdFolders: string[] = [];
-  const readyFolders = new Set<string>();
-  let current = layout.outDir;
-  try {
-    for (const relative of report.written) {
-      current = relative;
-      const target = path.join(layout.root, relative);
+  const stage = (relative: string, text: string): void => {
+    if (outDirBlocked) return;
+    const blocked = pathBlocker(relative, lstat);
+    if (blocked) return stop(blocked);
+    if (stopped) return;
+    const target = path.join(layout.root, relative);
+    try {
       const folder = path.dirname(target);
       if (!readyFolders.has(folder)) {
         const missing = firstMissing(folder);
@@ -212,36 +236,105 @@ export function writeOutputs(layout: ProjectLayout, files: FileMap, options: { c
         readyFolders.add(folder);
       }
       const temp = target + suffix;
-      writeText(temp, files.get(relative)!);
-      staged.push({ temp, target });
-    }
-  } catch (error) {
-    for (const s of staged) fs.rmSync(s.temp, { force: true });
-    for (const folder of createdFolders.reverse()) fs.rmSync(folder, { recursive: true, force: true });
-    diagnostics.push(createDiagnostic(Diagnostics.WriteFailed, { path: current, reason: reason(error) }, at(current)));
-    return { value: nothing, diagnostics };
-  }
-  const done: WriteReport = { ...report, written: [], deleted: [] };
-  for (const s of staged) {
-    const relative = path.relative(layout.root, s.target).split(path.sep).join("/");
-    try {
-      fs.renameSync(s.temp, s.target);
-      done.written.push(relative);
+      staged.push({ temp, target, relative });
+      writeText(temp, text);
     } catch (error) {
-      fs.rmSync(s.temp, { force: true });
-      diagnostics.push(createDiagnostic(Diagnostics.WriteFailed, { path: relative, reason: reason(error) }, at(relative)));
+      stop(createDiagnostic(Diagnostics.WriteFailed, { path: relative, reason: reason(error) }, at(relative)));
     }
-  }
-  for (const relative of report.deleted) {
-    try {
-      fs.rmSync(path.join(layout.root, relative), { force: true });
-      done.deleted.push(relative);
-      removeEmptyParents(path.dirname(path.join(layout.root, relative)), path.join(layout.root, layout.outDir));
-    } catch (error) {
-      diagnostics.push(createDiagnostic(Diagnostics.WriteFailed, { path: relative, reason: reason(error) }, at(relative)));
-    }
-  }
-  return { value: done, diagnostics };
+  };
+  return {
+    add(relative, text) {
+      if (ended) throw new Error("openWrite: add after the write ended");
+      rendered.add(relative);
+      const holds = holdsText(layout, relative, text, known);
+      known.delete(relative);
+      if (holds) return void unchanged.push(relative);
+      changed.push(relative);
+      if (check) compiled.set(relative, text);
+      else stage(relative, text);
+    },
+    discard() {
+      ended = true;
+      unstage();
+    },
+    finish() {
+      ended = true;
+      // Sort for determinism.
+      unchanged.sort(compareStrings);
+      changed.sort(compareStrings);
+      let stale: Pick<WriteReport, "deleted" | "foreign">;
+      try {
+        stale = staleOutputs(layout, rendered, scope, suffix);
+      } catch (error) {
+        unstage();
+        return { value: { written: [], deleted: [], unchanged: [], foreign: [] }, diagnostics: [createDiagnostic(Diagnostics.WriteFailed, { path: layout.outDir, reason: reason(error) }, at(layout.outDir))] };
+      }
+      const report: WriteReport = { written: changed, deleted: stale.deleted, unchanged, foreign: stale.foreign };
+      const found = stale.foreign.map((f) => createDiagnostic(Diagnostics.ForeignFileInOutput, { path: f }, at(f)));
+      if (check) {
+        const drift: DriftedFile[] = [];
+        for (const f of report.written) {
+          const onDisk = readIfExists(path.join(layout.root, f)) ?? null;
+          drift.push({ path: f, onDisk, compiled: compiled.get(f)! });
+          found.push(createDiagnostic(Diagnostics.CheckDrift, { path: f, change: onDisk !== null ? "out of date" : "missing" }, at(f)));
+        }
+        for (const f of report.deleted) {
+          drift.push({ path: f, onDisk: readIfExists(path.join(layout.root, f)) ?? "", compiled: null });
+          found.push(createDiagnostic(Diagnostics.CheckDrift, { path: f, change: "stale (its contract is gone)" }, at(f)));
+        }
+        // Sort for determinism.
+        drift.sort((a, b) => compareStrings(a.path, b.path));
+        return { value: { ...report, drift }, diagnostics: [...found, ...diagnostics] };
+      }
+      const done: WriteReport = { ...report, written: [], deleted: [] };
+      if (stopped) return { value: done, diagnostics: [...found, ...diagnostics] };
+      // Renamed in path order, as the report lists them.
+      staged.sort((a, b) => compareStrings(a.relative, b.relative));
+      for (const s of staged) {
+        try {
+          fs.renameSync(s.temp, s.target);
+          done.written.push(s.relative);
+        } catch (error) {
+          fs.rmSync(s.temp, { force: true });
+          diagnostics.push(createDiagnostic(Diagnostics.WriteFailed, { path: s.relative, reason: reason(error) }, at(s.relative)));
+        }
+      }
+      for (const relative of report.deleted) {
+        try {
+          fs.rmSync(path.join(layout.root, relative), { force: true });
+          done.deleted.push(relative);
+          removeEmptyParents(path.dirname(path.join(layout.root, relative)), path.join(layout.root, layout.outDir));
+        } catch (error) {
+          diagnostics.push(createDiagnostic(Diagnostics.WriteFailed, { path: relative, reason: reason(error) }, at(relative)));
+        }
+      }
+      return { value: done, diagnostics: [...found, ...diagnostics] };
+    },
+  };
+}
+
+/**
+ * The write stage: the only stage that writes the disk. Writes only files whose contents changed
+ * (a no-op compile keeps every modification time), deletes generated modules that no DAG produces
+ * any more (only files that carry the generated header), and reports hand-written files in the
+ * output folder without touching them (CA9002).
+ *
+ * Atomicity: each target is checked before its file is staged (a folder where a file must go stops
+ * the staging, CA9003, and what was staged is removed); every changed file is written beside its
+ * target as a temporary file, and only when all temporaries exist are they renamed into place
+ * (rename is atomic per file on POSIX). If staging fails, the temporaries and any folder made for
+ * them are removed, so nothing in the output folder has changed. A failure after that point (a
+ * rename or delete refused by the file system) is reported, never thrown.
+ *
+ * With `check`, nothing is written: each file that would change is CA9001 (exit 1 in the CLI).
+ * `known`: files already found holding their text (see {@link KnownOutputs}), not compared again.
+ * The map is fed to {@link openWrite} in path order; a caller that renders file by file feeds
+ * `openWrite` itself.
+ */
+export function writeOutputs(layout: ProjectLayout, files: FileMap, options: WriteOptions): StageResult<WriteReport> {
+  const write = openWrite(layout, options);
+  for (const relative of [...files.keys()].sort(compareStrings)) write.add(relative, files.get(relative)!);
+  return write.finish();
 }
 
 function removeEmptyParents(dir: string, stop: string): void {

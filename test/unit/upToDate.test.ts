@@ -101,7 +101,7 @@ describe("compile --check after the previous manifest was found holding the new 
       fs.appendFileSync(path.join(dags, modules[0]!), "# edited\n");
       fs.rmSync(path.join(dags, modules[1]!));
       fs.writeFileSync(path.join(dags, "gone_contract.py"), fs.readFileSync(path.join(dags, modules[2]!), "utf8"));
-      const check = compileProject(layout, { write: "check" });
+      const check = compileProject(layout, { write: "check", keepFiles: true });
       expect(check.previousManifest).toBe(check.manifest);
       const drift = check.written!.drift!.map((d) => [d.path, d.onDisk === null ? "missing" : d.compiled === null ? "stale" : "out of date"]);
       expect(drift).toEqual(
