@@ -247,6 +247,13 @@ export function toPayload(entry: CachedFile): Payload {
   };
 }
 
+/** `length` numbers of `ints` from `from`, as a plain array (`Array.from` would go through an iterator). */
+function toNumbers(ints: Int32Array, from: number, length: number): number[] {
+  const out = new Array<number>(length);
+  for (let k = 0; k < length; k++) out[k] = ints[from + k]!;
+  return out;
+}
+
 /** The {@link CachedFile} of a payload ({@link toPayload}); undefined when it is not one (the entry is then damaged). */
 export function fromPayload(payload: unknown): CachedFile | undefined {
   const p = payload as Partial<Payload> | null;
@@ -273,7 +280,7 @@ export function fromPayload(payload: unknown): CachedFile | undefined {
       value,
       index: { nodes: at(0, n), items: at(n, i), ranges: at(n + i, r), keyText: d.keyText },
       rootRange: d.rootRange,
-      lineStarts: Array.from(at(n + i + r, l)),
+      lineStarts: toNumbers(d.ints, n + i + r, l),
       written: d.written,
       hashes: d.hashes,
     };
