@@ -8,7 +8,7 @@ import type { Manifest } from "../model/manifest.js";
 import { compareStrings } from "../support/compare.js";
 import { relativePosix, staysInside, toPosix } from "../support/paths.js";
 import { utf8Chunks } from "../support/utf8.js";
-import { readPreviousManifest } from "./readManifest.js";
+import { AsciiText, readPreviousManifest, wholeText, type ManifestText } from "./readManifest.js";
 
 /** Largest contract or config file read, in bytes; a larger one is CA1002 (guards memory and time). */
 export const MAX_FILE_BYTES = 1024 * 1024;
@@ -108,6 +108,24 @@ export function firstBadUtf8Offset(bytes: Uint8Array): number {
  * when the file cannot be used.
  */
 export function readSourceFile(root: string, relative: string, diagnostics: Diagnostic[], limit = MAX_FILE_BYTES): SourceFile | undefined {
+  const bytes = readBytes(root, relative, diagnostics, limit);
+  const text = bytes && decode(bytes, relative, diagnostics);
+  return bytes && text !== undefined ? { path: relative, bytes, text } : undefined;
+}
+
+/**
+ * The output folder's manifest as the previous state reads it ({@link readSourceFile}'s checks):
+ * its bytes as text when they are ASCII, as this compiler writes it ({@link AsciiText}: the whole
+ * text is not decoded beside the bytes), else its decoded text.
+ */
+function readManifestFile(root: string, relative: string, diagnostics: Diagnostic[]): { path: string; text: ManifestText } | undefined {
+  const bytes = readBytes(root, relative, diagnostics, MAX_MANIFEST_BYTES);
+  const text = bytes && (AsciiText.of(bytes) ?? decode(bytes, relative, diagnostics));
+  return text !== undefined ? { path: relative, text } : undefined;
+}
+
+/** A project file's bytes, within the size limit (else CA1002); undefined with CA1001 when it cannot be read. */
+function readBytes(root: string, relative: string, diagnostics: Diagnostic[], limit: number): Buffer | undefined {
   const absolute = path.join(root, relative);
   try {
     const stat = fs.statSync(absolute);
@@ -115,9 +133,7 @@ export function readSourceFile(root: string, relative: string, diagnostics: Diag
       diagnostics.push(createDiagnostic(Diagnostics.FileTooLarge, { size: stat.size, limit }, { file: relative, line: 1, column: 1 }));
       return undefined;
     }
-    const bytes = fs.readFileSync(absolute);
-    const text = decode(bytes, relative, diagnostics);
-    return text === undefined ? undefined : { path: relative, bytes, text };
+    return fs.readFileSync(absolute);
   } catch (error) {
     diagnostics.push(
       createDiagnostic(Diagnostics.FileUnreadable, { reason: (error as NodeJS.ErrnoException).code ?? String(error) }, {
@@ -244,7 +260,7 @@ function discoverPreviousState(layout: ProjectLayout, options: DiscoverOptions, 
   const found: Diagnostic[] = [];
   // The file of the previous state, read when first checked: the output folder's is read then
   // (after the manifest stage), so its text is not held while the new manifest's is built.
-  let readFile: (() => { file?: Pick<SourceFile, "path" | "text">; diagnostics: Diagnostic[] }) | undefined;
+  let readFile: (() => { file?: { path: string; text: ManifestText }; diagnostics: Diagnostic[] }) | undefined;
   // Whether the file holds exactly a text, compared on the disk chunk by chunk (the output folder's).
   let holds: { path: string; text: (text: string) => boolean } | undefined;
   const textOnly = (file: SourceFile | undefined): Pick<SourceFile, "path" | "text"> | undefined => (file ? { path: file.path, text: file.text } : undefined);
@@ -254,7 +270,7 @@ function discoverPreviousState(layout: ProjectLayout, options: DiscoverOptions, 
     holds = { path: manifestPath, text: (text) => fileHoldsText(path.join(layout.root, manifestPath), text) };
     readFile = () => {
       const problems: Diagnostic[] = [];
-      const file = textOnly(readSourceFile(layout.root, manifestPath, problems, MAX_MANIFEST_BYTES));
+      const file = readManifestFile(layout.root, manifestPath, problems);
       return { ...(file ? { file } : {}), diagnostics: problems };
     };
   } else {
@@ -284,8 +300,10 @@ function discoverPreviousState(layout: ProjectLayout, options: DiscoverOptions, 
       readFile = undefined;
       const manifest = read.file ? readPreviousManifest(read.file, options.force ?? false, current) : { diagnostics: [] };
       checked = { value: manifest.manifest, diagnostics: forced([...read.diagnostics, ...manifest.diagnostics], options) };
-      // The text goes to the first caller only, to keep for an excerpt or to let go: not memoised.
-      return read.file ? { ...checked, file: read.file } : checked;
+      // The text goes to the first caller only, to keep for an excerpt or to let go: not memoised;
+      // decoded whole only if asked for.
+      const source = read.file;
+      return source ? { ...checked, file: { path: source.path, get text() { return wholeText(source.text); } } } : checked;
     };
   }
   diagnostics.push(...forced(found, options));

@@ -1,3 +1,4 @@
+import { Buffer, isAscii } from "node:buffer";
 import jsonc from "jsonc-parser";
 import { createDiagnostic, Diagnostics } from "../diagnostics/catalogue.js";
 import type { Diagnostic, SourceLocation } from "../diagnostics/diagnostic.js";
@@ -84,6 +85,54 @@ export function upgradeFromV1(v1: ManifestV1): Manifest {
   };
 }
 
+/**
+ * A manifest file's bytes read as its text without decoding all of it, when they are ASCII (every
+ * manifest this compiler writes is: `canonicalJsonAscii`): each byte is one UTF-16 code unit, so
+ * offsets and slices are the text's. The previous state read against the new manifest slices
+ * records out of it and never holds the whole text beside the bytes, which at 10,000 contracts
+ * are 87 MB each; {@link text} decodes it whole, only to read another layout or to locate a fault.
+ */
+export class AsciiText {
+  private constructor(private readonly bytes: Buffer) {}
+
+  /** The bytes as text, or undefined when one is not ASCII (the caller then decodes them as UTF-8). */
+  static of(bytes: Uint8Array): AsciiText | undefined {
+    return isAscii(bytes) ? new AsciiText(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)) : undefined;
+  }
+
+  get length(): number {
+    return this.bytes.length;
+  }
+
+  indexOf(search: string, position = 0): number {
+    return this.bytes.indexOf(search, position, "latin1");
+  }
+
+  startsWith(search: string, position = 0): boolean {
+    return position + search.length <= this.bytes.length && this.bytes.toString("latin1", position, position + search.length) === search;
+  }
+
+  slice(start = 0, end = this.bytes.length): string {
+    return this.bytes.toString("latin1", start, end);
+  }
+
+  /** The whole text. */
+  text(): string {
+    return this.bytes.toString("latin1");
+  }
+}
+
+/** A manifest file's text: decoded, or its ASCII bytes ({@link AsciiText}). */
+export type ManifestText = string | AsciiText;
+
+/** The whole text of a {@link ManifestText}. */
+export function wholeText(text: ManifestText): string {
+  return typeof text === "string" ? text : text.text();
+}
+
+/** What {@link recordsOf} reads of a text: a string, or an {@link AsciiText}. */
+type Searchable = Pick<string, "indexOf" | "startsWith"> & { slice(start?: number, end?: number): string };
+
 /** The top-level arrays whose records a manifest read against the current one takes over when their text is unchanged. */
 const RECORD_ARRAYS = ["assets", "dags"] as const;
 
@@ -93,7 +142,7 @@ const RECORD_ARRAYS = ["assets", "dags"] as const;
  * never holds a raw line break, so every line is structure). Returns the records' texts and
  * offsets, or undefined when the text is not laid out that way (the caller then parses it whole).
  */
-function recordsOf(text: string, key: string): Array<{ start: number; end: number }> | undefined {
+function recordsOf(text: Searchable, key: string): Array<{ start: number; end: number }> | undefined {
   const opening = `\n  ${JSON.stringify(key)}: [`;
   const at = text.indexOf(opening);
   if (at === -1) return undefined;
@@ -121,17 +170,19 @@ function recordsOf(text: string, key: string): Array<{ start: number; end: numbe
  * parseManifest}'s, which it falls back to for a text laid out otherwise and to report a fault
  * (so a damaged file is refused with the same reason and offset). An unchanged project's previous
  * state is then no second copy of the manifest, and a diff of a few edited contracts parses a few
- * records (ADR 0017d).
+ * records (ADR 0017d). `text` is the file's text, or its ASCII bytes read as the text
+ * ({@link AsciiText}, ADR 0017i), decoded whole only for the full parse.
  */
-export function parseManifestAgainst(text: string, current: { manifest: Manifest; text: string }): ReturnType<typeof parseManifest> {
+export function parseManifestAgainst(text: ManifestText, current: { manifest: Manifest; text: string }): ReturnType<typeof parseManifest> {
   if (text === current.text) return { manifest: current.manifest };
+  const whole = (): string => wholeText(text);
   const taken = new Map<string, unknown>();
   const previousRecords = new Map<string, Array<{ start: number; end: number }>>();
   for (const key of RECORD_ARRAYS) {
     const ours = recordsOf(current.text, key);
     const theirs = recordsOf(text, key);
     const values = current.manifest[key] as unknown[];
-    if (!ours || !theirs || ours.length !== values.length) return parseManifest(text);
+    if (!ours || !theirs || ours.length !== values.length) return parseManifest(whole());
     ours.forEach((r, i) => taken.set(current.text.slice(r.start, r.end), values[i]));
     previousRecords.set(key, theirs);
   }
@@ -148,11 +199,11 @@ export function parseManifestAgainst(text: string, current: { manifest: Manifest
   try {
     skeleton = JSON.parse(outside.join(""));
   } catch {
-    return parseManifest(text);
+    return parseManifest(whole());
   }
-  if (skeleton === null || typeof skeleton !== "object" || Array.isArray(skeleton)) return parseManifest(text);
+  if (skeleton === null || typeof skeleton !== "object" || Array.isArray(skeleton)) return parseManifest(whole());
   const value = skeleton as Record<string, unknown>;
-  if (value.manifestVersion !== MANIFEST_VERSION) return parseManifest(text);
+  if (value.manifestVersion !== MANIFEST_VERSION) return parseManifest(whole());
   const view: Record<string, unknown> = { ...value };
   for (const key of RECORD_ARRAYS) {
     const records = previousRecords.get(key)!;
@@ -168,17 +219,17 @@ export function parseManifestAgainst(text: string, current: { manifest: Manifest
       try {
         fresh = JSON.parse(record);
       } catch {
-        return parseManifest(text);
+        return parseManifest(whole());
       }
       out.push(fresh);
       parsed.push(fresh);
     }
-    if (!Array.isArray(value[key]) || (value[key] as unknown[]).length !== out.length) return parseManifest(text);
+    if (!Array.isArray(value[key]) || (value[key] as unknown[]).length !== out.length) return parseManifest(whole());
     value[key] = out;
     // The records taken over are the current manifest's, which this compiler built valid.
     view[key] = parsed;
   }
-  if (!checkManifest(view).manifest) return parseManifest(text);
+  if (!checkManifest(view).manifest) return parseManifest(whole());
   return { manifest: value as unknown as Manifest };
 }
 
@@ -204,16 +255,16 @@ function locationAt(file: string, text: string, offset: number): SourceLocation 
  * `write` replaces the file.
  */
 export function readPreviousManifest(
-  file: { path: string; text: string },
+  file: { path: string; text: ManifestText },
   force: boolean,
   current?: { manifest: Manifest; text: string },
 ): { manifest?: Manifest; diagnostics: Diagnostic[] } {
-  const parsed = current ? parseManifestAgainst(file.text, current) : parseManifest(file.text);
+  const parsed = current ? parseManifestAgainst(file.text, current) : parseManifest(wholeText(file.text));
   if (parsed.manifest) return { manifest: parsed.manifest, diagnostics: [] };
   const hint = force
     ? "--force: the compile goes on without a previous state and rewrites it"
     : "restore it from Git, delete it to compile without a previous state, or run \"contract-assets compile --force\" to regenerate it";
-  const diagnostic = createDiagnostic(Diagnostics.PreviousManifestDamaged, { path: file.path, problem: parsed.problem }, locationAt(file.path, file.text, parsed.offset), {
+  const diagnostic = createDiagnostic(Diagnostics.PreviousManifestDamaged, { path: file.path, problem: parsed.problem }, locationAt(file.path, wholeText(file.text), parsed.offset), {
     hint,
     ...(force ? { severity: "warning" as const } : {}),
   });

@@ -3,7 +3,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { formatDiagnostics } from "../../compiler/diagnostics/format.js";
 import { defaultLayout } from "../../compiler/discover/discoverProject.js";
-import { parseManifest, parseManifestAgainst } from "../../compiler/discover/readManifest.js";
+import { AsciiText, parseManifest, parseManifestAgainst } from "../../compiler/discover/readManifest.js";
 import type { Manifest } from "../../compiler/model/manifest.js";
 import { compileProject } from "../../compiler/pipeline.js";
 import { formatChangesJson } from "../../compiler/report/formatChanges.js";
@@ -40,6 +40,31 @@ function editContracts(root: string, previous: Manifest): string[] {
   return [first!.dag_id, second!.dag_id, unread.dag_id];
 }
 
+/** A text's UTF-8 bytes read as the text, as compile reads the output folder's manifest (ASCII). */
+function asBytes(text: string): AsciiText {
+  const read = AsciiText.of(Buffer.from(text, "utf8"));
+  expect(read).toBeDefined();
+  return read!;
+}
+
+describe("a manifest file's ASCII bytes read as its text", () => {
+  it("searches and slices as the text does, and is no text when a byte is not ASCII", () => {
+    const text = '{\n  "assets": [\n    {\n      "name": "a"\n    }\n  ]\n}\n';
+    const bytes = asBytes(text);
+    expect(bytes.length).toBe(text.length);
+    for (const search of ['"assets"', "\n    {", "\n    }", "]", "missing"]) {
+      for (const from of [0, 5, text.length, text.length + 3]) expect(bytes.indexOf(search, from), `${search} from ${from}`).toBe(text.indexOf(search, from));
+    }
+    for (const at of [0, 1, 14, text.length - 2, text.length]) expect(bytes.startsWith("\n    {", at)).toBe(text.startsWith("\n    {", at));
+    expect(bytes.startsWith("}\n", text.length - 2)).toBe(true);
+    expect(bytes.slice(2, 10)).toBe(text.slice(2, 10));
+    expect(bytes.slice(20)).toBe(text.slice(20));
+    expect(bytes.text()).toBe(text);
+    // Not ASCII: the caller decodes the file as UTF-8 instead.
+    expect(AsciiText.of(Buffer.from('{"name": "caf\u00e9"}', "utf8"))).toBeUndefined();
+  });
+});
+
 describe("the previous manifest read against the new one", () => {
   it("gives the full parse's manifest, diff and diagnostics, parsing only the changed records", () => {
     const root = corpus();
@@ -60,6 +85,8 @@ describe("the previous manifest read against the new one", () => {
       const current = { manifest: lazy.manifest!, text: canonicalJsonAscii(lazy.manifest! as unknown as Record<string, unknown>) };
       const against = parseManifestAgainst(previousText, current);
       expect(against.manifest).toEqual(full.manifest);
+      // The file's ASCII bytes read as its text (what compile reads): the same manifest.
+      expect(parseManifestAgainst(asBytes(previousText), current)).toEqual(against);
       // Unchanged records are the new manifest's own objects; the parsed ones are the DAGs touched
       // (and the assets they produce), nothing else.
       const ours = new Set<unknown>([...current.manifest.dags, ...current.manifest.assets]);
@@ -96,6 +123,7 @@ describe("the previous manifest read against the new one", () => {
         const expected = parseManifest(text);
         expect(expected.problem).toBeDefined();
         expect(parseManifestAgainst(text, current)).toEqual(expected);
+        expect(parseManifestAgainst(asBytes(text), current)).toEqual(expected);
       }
       // Another layout (compact JSON): nothing to take over, read whole, the same manifest.
       expect(parseManifestAgainst(JSON.stringify(previous), current).manifest).toEqual(previous);
