@@ -478,6 +478,12 @@ for (const n of SIZES) {
   const ok = big >= 10000 ? r.identical && r.vsCold <= TARGETS.editOneVsCold.max : undefined;
   results.targets.editOneVsCold = { ...TARGETS.editOneVsCold, size: big, value: r.vsCold, cpuRatio: r.cpuVsCold, identical: r.identical, pass: r.identical ? ok : false };
   out(`   edit one / cold at ${big}: ${x(r.vsCold)} wall, ${x(r.cpuVsCold)} cpu, output ${r.identical ? "identical" : "DIFFERS"}   target <= 0.2x at 10,000   ${verdict(results.targets.editOneVsCold.pass)}`);
+  // The warm edit-one compile is a compile command too: its peak counts toward the memory target.
+  const memory = results.targets.peakMemory;
+  memory.peaks.editOne = r.peakRssMiB;
+  memory.value = Math.max(...Object.values(memory.peaks));
+  memory.pass = big >= 10000 ? memory.value <= TARGETS.peakMemory.max : undefined;
+  out(`   peak RSS at ${big} with the warm edit-one compile: ${r.peakRssMiB} MiB; of every compile command ${memory.value} MiB   target <= 1024 MiB at 10,000   ${verdict(memory.pass)}`);
 }
 
 out("\n== manifest size (generated/manifest.json), against the same manifest as manifestVersion 1 wrote it (UTF-8 text as written: canonical, two-space indent, ASCII)");
