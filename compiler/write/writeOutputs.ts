@@ -87,15 +87,28 @@ function holdsText(layout: ProjectLayout, relative: string, text: string, known?
   return known?.get(relative) === text || fileHoldsText(path.join(layout.root, relative), text);
 }
 
+/** The name a write stages a file under, beside its target: `<target>.tmp-<pid>-<8 hex digits>`. */
+function temporarySuffix(): string {
+  return `.tmp-${process.pid}-${randomBytes(4).toString("hex")}`;
+}
+/** The end of a temporary's name ({@link temporarySuffix}), whichever write staged it. */
+const TEMPORARY = /\.tmp-\d+-[0-9a-f]{8}$/;
+
 /**
  * The files of the output folder (within `scope`) that no rendered file is: the generated ones
- * (with the header) to delete, the others (hand-written) to report. `skip`: this write's own
- * temporaries, staged beside their targets before the folder is listed.
+ * (with the header) to delete, the others (hand-written) to report. A temporary left beside a
+ * file this compile renders, by a write killed before its renames, is the compiler's whatever it
+ * holds (the manifest's is JSON, one killed before its first byte is empty): stale, deleted.
+ * `skip`: this write's own temporaries, staged beside their targets before the folder is listed.
  */
 function staleOutputs(layout: ProjectLayout, rendered: ReadonlySet<string>, scope: WriteScope, skip?: string): Pick<WriteReport, "deleted" | "foreign"> {
   const out: Pick<WriteReport, "deleted" | "foreign"> = { deleted: [], foreign: [] };
   for (const relative of existingOutputs(layout, scope)) {
     if (rendered.has(relative) || (skip !== undefined && relative.endsWith(skip))) continue;
+    if (TEMPORARY.test(relative) && rendered.has(relative.replace(TEMPORARY, ""))) {
+      out.deleted.push(relative);
+      continue;
+    }
     const text = readIfExists(path.join(layout.root, relative)) ?? "";
     (text.startsWith(GENERATED_HEADER_PREFIX) ? out.deleted : out.foreign).push(relative);
   }
@@ -188,7 +201,7 @@ export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputW
   const rendered = new Set<string>();
   // With `check`: the compiled text of each changed file, for the drift report.
   const compiled = new Map<string, string>();
-  const suffix = `.tmp-${process.pid}-${randomBytes(4).toString("hex")}`;
+  const suffix = temporarySuffix();
   const staged: Array<{ temp: string; target: string; relative: string }> = [];
   const createdFolders: string[] = [];
   const readyFolders = new Set<string>();
@@ -316,7 +329,8 @@ export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputW
 /**
  * The write stage: the only stage that writes the disk. Writes only files whose contents changed
  * (a no-op compile keeps every modification time), deletes generated modules that no DAG produces
- * any more (only files that carry the generated header), and reports hand-written files in the
+ * any more (only files that carry the generated header, and the temporaries a killed write left
+ * beside a file it renders), and reports hand-written files in the
  * output folder without touching them (CA9002).
  *
  * Atomicity: each target is checked before its file is staged (a folder where a file must go stops

@@ -51,6 +51,27 @@ describe("a compile that writes", () => {
     expect(kept.written!.unchanged.length).toBe(rendered.size);
   });
 
+  it("deletes the temporaries a killed write left beside the files it renders, whatever they hold", () => {
+    const root = project();
+    const layout = defaultLayout(root);
+    compileProject(layout, { write: "write" });
+    const module = [...compileProject(layout).files!.keys()].find((f) => f.startsWith("generated/dags/"))!;
+    // Left by a write killed before its renames: the manifest's (JSON, no header) and a module's
+    // killed before its first byte (empty); and one beside no rendered file, which stays foreign.
+    const left = { manifest: "generated/manifest.json.tmp-4242-0a1b2c3d", module: `${module}.tmp-4242-0a1b2c3d` };
+    fs.writeFileSync(path.join(root, left.manifest), '{\n  "manifestVersion": 2\n');
+    fs.writeFileSync(path.join(root, left.module), "");
+    fs.writeFileSync(path.join(root, "generated/notes.txt.tmp-4242-0a1b2c3d"), "kept\n");
+    const check = compileProject(layout, { write: "check" });
+    expect(check.written!.deleted).toEqual([left.manifest, left.module].sort());
+    expect(check.diagnostics.filter((d) => d.code === "CA9001").map((d) => d.location?.file)).toEqual([left.manifest, left.module].sort());
+    const written = compileProject(layout, { write: "write" });
+    expect(written.written!.deleted).toEqual([left.manifest, left.module].sort());
+    expect(written.written!.foreign).toEqual(["generated/notes.txt.tmp-4242-0a1b2c3d"]);
+    for (const file of Object.values(left)) expect(fs.existsSync(path.join(root, file)), file).toBe(false);
+    expect(fs.readFileSync(path.join(root, "generated/notes.txt.tmp-4242-0a1b2c3d"), "utf8")).toBe("kept\n");
+  });
+
   it("leaves the output folder as it was when a target late in render order is blocked", () => {
     const root = project();
     const layout = defaultLayout(root);
