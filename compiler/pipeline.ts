@@ -15,6 +15,7 @@ import { parseContracts, parseDocument, type ParsedDocument } from "./parse/pars
 import { planDags } from "./plan/planDags.js";
 import { planFreshnessMonitor } from "./plan/planFreshnessMonitor.js";
 import { renderContractYaml } from "./render/renderContractYaml.js";
+import { MODULE_INDEX_KEY, openModuleCache, RENDER_CACHE_FOLDER } from "./render/moduleCache.js";
 import { renderEachModule, type FileMap } from "./render/renderModules.js";
 import { renderOdcs } from "./render/renderOdcs.js";
 import { mergeProposal, parseProposal } from "./report/driftApply.js";
@@ -24,7 +25,7 @@ import type { RenameCandidate } from "./support/renames.js";
 import { readOdcsContract } from "./validate/readOdcs.js";
 import { SCHEMA_FILES } from "./validate/schemas.js";
 import { isStoredVerdict, restoreVerdict, storedVerdictOf, validateDocument, validateDocuments, type DocumentVerdict, type StoredVerdict } from "./validate/validateDocuments.js";
-import { openCacheWrite } from "./write/writeCache.js";
+import { openCacheWrite, writeCacheEntries } from "./write/writeCache.js";
 import { writeNewFiles } from "./write/writeNewFiles.js";
 import { openWrite, writeOutputs, type WriteReport, type WriteScope } from "./write/writeOutputs.js";
 import { COMPILER_NAME, COMPILER_VERSION } from "./version.js";
@@ -55,7 +56,7 @@ export interface CompileResult {
    * With `cache`: files read from the incremental cache and files parsed, documents whose
    * validation verdict came from the cache (not validated again), entries written and removed.
    */
-  cache?: { hits: number; parsed: number; verdicts: number; written: number; removed: number };
+  cache?: { hits: number; parsed: number; verdicts: number; written: number; removed: number; modules?: { unchanged: number; rendered: number } };
 }
 
 /** Options of a compile; the CLI's flags, and hooks for tests. */
@@ -269,6 +270,7 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
     const taken = new Set(diagnostics.filter((d) => d.severity === "error" && d.location).map(lineOf));
     diagnostics.push(...breaking.diagnostics.filter((d) => !taken.has(lineOf(d))));
   }
+  let moduleCounts: { unchanged: number; rendered: number } | undefined;
   if (options.render !== false && !hasErrors(diagnostics)) {
     // Rendered file by file into the write (ADR 0017i): a file found holding its text is dropped at
     // once, a changed one staged (or kept for --check's report); the map of every file is built only
@@ -282,11 +284,17 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
       files?.set(relative, text);
       write?.add(relative, text);
     };
+    // With the cache, a DAG module whose inputs are the index's and whose file holds the index's
+    // hash is neither rendered nor compared (ADR 0017n).
+    const modules = parseCache && write && !files
+      ? openModuleCache(manifest, layout.outDir, { name: COMPILER_NAME, version: COMPILER_VERSION }, readCacheEntries(layout.root, RENDER_CACHE_FOLDER, [MODULE_INDEX_KEY]), (relative, digest) => write.holdsDigest(relative, digest))
+      : undefined;
+    if (modules) diagnostics.push(...modules.notes);
     renderEachModule(manifest, manifestText.text!, layout.outDir, (relative, text) => {
       emit(relative, text);
       // Written or compared: the manifest's text is not held while the modules are rendered.
       delete manifestText.text;
-    });
+    }, modules);
     if (exportsOdcs) {
       const odcs = renderOdcs(linked.value, odcsDir);
       diagnostics.push(...odcs.diagnostics);
@@ -301,8 +309,12 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
         result.written = written.value;
       }
     }
+    if (modules) {
+      diagnostics.push(...writeCacheEntries(layout.root, CACHE_FOLDER, RENDER_CACHE_FOLDER, new Map([[MODULE_INDEX_KEY, modules.encode()]]), new Set(), Diagnostics.ModuleIndexNotWritten).diagnostics);
+      moduleCounts = modules.counts;
+    }
   }
-  if (parseCache) result.cache = { hits: parseCache.hits, parsed: parseCache.parsed, verdicts: reused, written: cached!.value.written, removed: cached!.value.removed };
+  if (parseCache) result.cache = { hits: parseCache.hits, parsed: parseCache.parsed, verdicts: reused, written: cached!.value.written, removed: cached!.value.removed, ...(moduleCounts ? { modules: moduleCounts } : {}) };
   result.diagnostics = sortDiagnostics(diagnostics);
   return result;
 }

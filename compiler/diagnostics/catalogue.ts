@@ -52,6 +52,11 @@ export const Diagnostics = {
       `the incremental cache's entry of this file is ${a.problem} (${a.detail}), so it was ignored and the file parsed again` +
       (a.others > 0 ? `; so were the ${a.problem} entries of ${a.others} other file(s)` : ""),
   ),
+  ModuleIndexIgnored: entry<{ problem: "damaged" | "foreign" | "unreadable"; detail: string }>(
+    "CA1951",
+    "info",
+    (a) => `the incremental cache's index of rendered DAG modules is ${a.problem} (${a.detail}), so it was ignored and every DAG module rendered again`,
+  ),
 
   // 2: parse
   YamlSyntax: entry<{ detail: string }>("CA2001", "error", (a) => `YAML syntax error: ${a.detail}`),
@@ -530,6 +535,12 @@ export const Diagnostics = {
     "info",
     (a) =>
       `cannot write the incremental cache's ${q(a.path)}: ${a.reason}${a.others > 0 ? ` (and ${a.others} more)` : ""}; the output is complete, and the next compile parses these files again`,
+  ),
+  ModuleIndexNotWritten: entry<{ path: string; reason: string; others: number }>(
+    "CA9951",
+    "info",
+    (a) =>
+      `cannot write the incremental cache's ${q(a.path)}: ${a.reason}${a.others > 0 ? ` (and ${a.others} more)` : ""}; the output is complete, and the next compile renders every DAG module again`,
   ),
   InitWouldOverwrite: entry("CA9901", "error", () => `the file exists already; init overwrites no file, so nothing was written`),
 } as const;

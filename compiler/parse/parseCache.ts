@@ -76,6 +76,15 @@ export function moduleClosure(modules: readonly string[]): string[] {
  * per set of inputs.
  */
 export function parseCacheWriter(name: string, version: string, inputs: CacheInputs): string {
+  return cacheWriter(name, version, inputs, "parse and validate");
+}
+
+/**
+ * {@link parseCacheWriter}'s string for any cached stage: `<name> <version> (<stage> <fingerprint>)`,
+ * the fingerprint over `package.json`, the import closure of `inputs.modules` and `inputs.files`
+ * (the render stage's index: the render modules and the templates, ADR 0017n).
+ */
+export function cacheWriter(name: string, version: string, inputs: CacheInputs, stage: string): string {
   const id = JSON.stringify(inputs);
   let fingerprint = fingerprints.get(id);
   if (fingerprint === undefined) {
@@ -84,7 +93,7 @@ export function parseCacheWriter(name: string, version: string, inputs: CacheInp
     fingerprint = hash.digest("hex").slice(0, 16);
     fingerprints.set(id, fingerprint);
   }
-  return `${name} ${version} (parse and validate ${fingerprint})`;
+  return `${name} ${version} (${stage} ${fingerprint})`;
 }
 
 /** Why an entry found was not used. */

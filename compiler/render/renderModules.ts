@@ -127,11 +127,51 @@ export function modulePath(outDir: string, dagId: string): string {
 }
 
 /**
+ * The names of the Assets a DAG's module declares (its inlets and outlets, once each, sorted): the
+ * only records of `manifest.assets` {@link renderDagModule} reads.
+ */
+export function usedAssets(dag: Pick<DagPlan, "inlets" | "outlets">): string[] {
+  return [...new Set([...dag.inlets, ...dag.outlets])].sort();
+}
+
+/**
+ * Every field of a DAG's manifest record that {@link renderDagModule} reads, and nothing else (not
+ * `runtime`, the largest part): the incremental cache keys a module by these (ADR 0017n), so a
+ * field read by the render must be listed here (`test/unit/moduleCache.test.ts` records what the
+ * render reads and fails on any field not listed).
+ */
+export function dagRenderInputs(dag: DagPlan): Record<string, unknown> {
+  return {
+    contract: dag.contract,
+    contract_sha256: dag.contract_sha256,
+    dag_id: dag.dag_id,
+    deadline: dag.deadline,
+    default_args: dag.default_args,
+    description: dag.description,
+    inlets: dag.inlets,
+    outlets: dag.outlets,
+    schedule: dag.schedule,
+    tags: dag.tags,
+    tasks: dag.tasks.length > 0 ? [{ inlets: dag.tasks[0]!.inlets }] : [],
+  };
+}
+
+/** Every field of an Asset's manifest record a module's render reads (`assetView`; see {@link dagRenderInputs}). */
+export function assetRenderInputs(a: ManifestAsset): Record<string, unknown> {
+  return { name: a.name, uri: a.uri, airflow_uri: a.airflow_uri, group: a.group, extra: a.extra };
+}
+
+/** Project-relative path of the freshness monitor's module: `generated/dags/<dag_id>.py` under `outDir`. */
+export function monitorPath(outDir: string, dagId: string): string {
+  return `${outDir}/dags/${dagId}.py`;
+}
+
+/**
  * Renders one DAG module. Every value from a contract passes through the Python literal encoder;
  * the template holds only fixed code.
  */
 export function renderDagModule(dag: DagPlan, assets: ReadonlyMap<string, ManifestAsset>): string {
-  const used = [...new Set([...dag.inlets, ...dag.outlets])].sort();
+  const used = usedAssets(dag);
   const variables = variableNames(used);
   const imports = new Set(["DAG", "Asset"]);
   const schedule = scheduleExpression(dag, variables, imports);
@@ -157,16 +197,38 @@ export function renderDagModule(dag: DagPlan, assets: ReadonlyMap<string, Manife
 }
 
 /**
+ * Which DAG modules need no render (the incremental cache's index, ADR 0017n: `render/moduleCache.ts`).
+ */
+export interface ModuleSkip {
+  /**
+   * Whether the module of `manifest.dags[index]` at `relative` (index `manifest.dags.length`: the
+   * freshness monitor's) is known to be on the disk exactly as its render would be: it is then
+   * neither rendered nor emitted.
+   */
+  unchanged(relative: string, index: number): boolean;
+  /** Told of each module rendered (each one not `unchanged`), before it is emitted. */
+  rendered(relative: string, index: number, text: string): void;
+}
+
+/**
  * The render stage, file by file: hands `emit` the manifest text, then each DAG's module, then the
  * freshness monitor's, each as soon as it is rendered, so a caller that compares or writes them one
- * at a time (`openWrite`) never holds them all (ADR 0017i). Pure: the template is part of the
+ * at a time (`openWrite`) never holds them all (ADR 0017i). With `skip`, a DAG module it says is
+ * unchanged is neither rendered nor emitted (ADR 0017n). Pure: the template is part of the
  * compiler, not of the project; no diagnostics (every value was checked before the manifest).
  */
-export function renderEachModule(manifest: Manifest, manifestText: string, outDir: string, emit: (relative: string, text: string) => void): void {
+export function renderEachModule(manifest: Manifest, manifestText: string, outDir: string, emit: (relative: string, text: string) => void, skip?: ModuleSkip): void {
   emit(`${outDir}/manifest.json`, manifestText);
   const assets = new Map(manifest.assets.map((a) => [a.name, a]));
-  for (const dag of manifest.dags) emit(modulePath(outDir, dag.dag_id), renderDagModule(dag, assets));
-  if (manifest.freshness_monitor) emit(`${outDir}/dags/${manifest.freshness_monitor.dag_id}.py`, renderFreshnessMonitor(manifest.freshness_monitor, assets));
+  const each = (relative: string, index: number, render: () => string): void => {
+    if (skip?.unchanged(relative, index)) return;
+    const text = render();
+    skip?.rendered(relative, index, text);
+    emit(relative, text);
+  };
+  manifest.dags.forEach((dag, index) => each(modulePath(outDir, dag.dag_id), index, () => renderDagModule(dag, assets)));
+  const monitor = manifest.freshness_monitor;
+  if (monitor) each(monitorPath(outDir, monitor.dag_id), manifest.dags.length, () => renderFreshnessMonitor(monitor, assets));
 }
 
 /**

@@ -69,9 +69,10 @@ const reasonOf = (error: unknown): string => (error as NodeJS.ErrnoException).co
  *
  * A cache that cannot be written costs the next compile time, nothing else: a folder that cannot
  * be made stops every entry (each later `add` drops its bytes); an entry that fails does not stop
- * the rest.
+ * the rest. `notWritten` is the note's catalogue entry (the parse entries' CA9950 by default; the
+ * index of rendered modules has its own, CA9951).
  */
-export function openCacheWrite(root: string, top: string, folder: string): CacheWrite {
+export function openCacheWrite(root: string, top: string, folder: string, notWritten: typeof Diagnostics.CacheNotWritten = Diagnostics.CacheNotWritten): CacheWrite {
   const dir = path.join(root, folder);
   const report: CacheWriteReport = { written: 0, removed: 0 };
   const failures: Array<{ path: string; reason: string }> = [];
@@ -117,7 +118,7 @@ export function openCacheWrite(root: string, top: string, folder: string): Cache
       const diagnostics: Diagnostic[] = [];
       if (!makeFolder()) {
         const reason = typeof folderState === "object" ? folderState.reason : "unknown";
-        diagnostics.push(createDiagnostic(Diagnostics.CacheNotWritten, { path: folder, reason, others: 0 }, { file: folder, line: 1, column: 1 }));
+        diagnostics.push(createDiagnostic(notWritten, { path: folder, reason, others: 0 }, { file: folder, line: 1, column: 1 }));
         return { value: report, diagnostics };
       }
       // Sort for determinism: entries arrive in the order worker threads finish their files.
@@ -148,7 +149,7 @@ export function openCacheWrite(root: string, top: string, folder: string): Cache
       }
       if (failures.length > 0) {
         const first = failures[0]!;
-        diagnostics.push(createDiagnostic(Diagnostics.CacheNotWritten, { path: first.path, reason: first.reason, others: failures.length - 1 }, { file: first.path, line: 1, column: 1 }));
+        diagnostics.push(createDiagnostic(notWritten, { path: first.path, reason: first.reason, others: failures.length - 1 }, { file: first.path, line: 1, column: 1 }));
       }
       return { value: report, diagnostics };
     },
@@ -166,8 +167,9 @@ export function writeCacheEntries(
   folder: string,
   entries: ReadonlyMap<string, Uint8Array>,
   keep: ReadonlySet<string>,
+  notWritten: typeof Diagnostics.CacheNotWritten = Diagnostics.CacheNotWritten,
 ): StageResult<CacheWriteReport> {
-  const write = openCacheWrite(root, top, folder);
+  const write = openCacheWrite(root, top, folder, notWritten);
   for (const [key, bytes] of entries) write.add(key, bytes);
   return write.finish(keep);
 }

@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import fg from "fast-glob";
@@ -87,6 +87,30 @@ function holdsText(layout: ProjectLayout, relative: string, text: string, known?
   return known?.get(relative) === text || fileHoldsText(path.join(layout.root, relative), text);
 }
 
+/** Bytes of the last file {@link fileHasDigest} read, kept for the process (one buffer, not one per file). */
+let digestBuffer: Buffer | undefined;
+
+/** Whether the file is a regular file whose bytes have the sha256 `digest`; false when it cannot be read. */
+function fileHasDigest(absolute: string, digest: Uint8Array): boolean {
+  let fd: number | undefined;
+  try {
+    // Opened without blocking, then looked at: a FIFO or a folder is never read.
+    fd = fs.openSync(absolute, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
+    const stat = fs.fstatSync(fd);
+    if (!stat.isFile()) return false;
+    if (!digestBuffer || digestBuffer.length < stat.size + 1) digestBuffer = Buffer.allocUnsafe(Math.max(stat.size + 1, 1 << 16));
+    let size = 0;
+    // Read to the end (one byte more than the size says, so a file that grew is read whole).
+    for (let got = 1; got > 0 && size < digestBuffer.length; size += got) got = fs.readSync(fd, digestBuffer, size, digestBuffer.length - size, size);
+    if (size === digestBuffer.length) return false;
+    return createHash("sha256").update(digestBuffer.subarray(0, size)).digest().equals(digest);
+  } catch {
+    return false;
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
+  }
+}
+
 /** The name a write stages a file under, beside its target: `<target>.tmp-<pid>-<8 hex digits>`. */
 function temporarySuffix(): string {
   return `.tmp-${process.pid}-${randomBytes(4).toString("hex")}`;
@@ -173,6 +197,13 @@ function pathBlocker(relative: string, lstat: (partial: string) => fs.Stats | un
 export interface OutputWrite {
   /** Offers one rendered file (a project-relative path, each once); the text is not kept unless it must be written by `check`. */
   add(relative: string, text: string): void;
+  /**
+   * Whether the file at `relative` is a regular file whose bytes have the sha256 `digest` (the
+   * incremental cache's hash of what its render gives, ADR 0017n). If so it is taken as added and
+   * unchanged, as `add` of that text would take it; if not, nothing is recorded and the caller
+   * renders the file and `add`s it.
+   */
+  holdsDigest(relative: string, digest: Uint8Array): boolean;
   /** Ends the write: see {@link writeOutputs} for what it does and reports. */
   finish(): StageResult<WriteReport>;
   /** Ends the write without touching the output folder: every temporary staged is removed. */
@@ -265,6 +296,14 @@ export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputW
       changed.push(relative);
       if (check) compiled.set(relative, text);
       else stage(relative, text);
+    },
+    holdsDigest(relative, digest) {
+      if (ended) throw new Error("openWrite: holdsDigest after the write ended");
+      if (!fileHasDigest(path.join(layout.root, relative), digest)) return false;
+      rendered.add(relative);
+      known.delete(relative);
+      unchanged.push(relative);
+      return true;
     },
     discard() {
       ended = true;

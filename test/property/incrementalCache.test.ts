@@ -52,7 +52,10 @@ type Edit =
   | { kind: "revert"; pick: number }
   | { kind: "delete"; pick: number }
   | { kind: "copy"; pick: number }
-  | { kind: "config" };
+  | { kind: "config" }
+  // A generated module edited by hand or deleted: the render index's hash check must find it (ADR 0017n).
+  | { kind: "handEdit"; pick: number }
+  | { kind: "deleteModule"; pick: number };
 
 const edit: fc.Arbitrary<Edit> = fc.oneof(
   { weight: 4, arbitrary: fc.record({ kind: fc.constant("description" as const), pick: fc.nat(), text: fc.string({ minLength: 1, maxLength: 12 }).map((s) => s.replace(/["\\\n\r]/g, "x")) }) },
@@ -65,7 +68,15 @@ const edit: fc.Arbitrary<Edit> = fc.oneof(
   fc.record({ kind: fc.constant("delete" as const), pick: fc.nat() }),
   fc.record({ kind: fc.constant("copy" as const), pick: fc.nat() }),
   fc.record({ kind: fc.constant("config" as const) }),
+  fc.record({ kind: fc.constant("handEdit" as const), pick: fc.nat() }),
+  fc.record({ kind: fc.constant("deleteModule" as const), pick: fc.nat() }),
 );
+
+/** The generated DAG modules of a root, project-relative, sorted. */
+function moduleFiles(root: string): string[] {
+  // Sort for determinism.
+  return [...mtimes(path.join(root, "generated", "dags")).keys()].filter((f) => f.endsWith(".py")).map((f) => `generated/dags/${f.split(path.sep).join("/")}`).sort();
+}
 
 /** Applies an edit under `root`; returns the project-relative files whose bytes it changed or created. */
 function apply(root: string, e: Edit, original: string): string[] {
@@ -74,6 +85,14 @@ function apply(root: string, e: Edit, original: string): string[] {
     const file = path.join(config, fs.readdirSync(config).sort()[0]!);
     fs.appendFileSync(file, "# edited\n");
     return ["*"];
+  }
+  if (e.kind === "handEdit" || e.kind === "deleteModule") {
+    const modules = moduleFiles(root);
+    const file = path.join(root, modules[e.pick % modules.length]!);
+    if (e.kind === "deleteModule") fs.rmSync(file);
+    // The same size: only the bytes differ.
+    else fs.writeFileSync(file, fs.readFileSync(file, "utf8").replace("max_active_runs=1", "max_active_runs=2"));
+    return [];
   }
   const files = contractFiles(root);
   const relative = files[e.pick % files.length]!;
@@ -136,12 +155,24 @@ describe("the incremental cache", () => {
           const inputs = contractFiles(warm).length + fs.readdirSync(path.join(warm, "orchestration", "airflow", "sources")).length;
           expect(a.cache?.hits, JSON.stringify(e)).toBe(changed[0] === "*" ? 0 : inputs - changed.length);
           expect(a.cache?.parsed, JSON.stringify(e)).toBe(inputs - a.cache!.hits);
-          // Each document from the cache came with its verdict (no ODCS documents in this corpus).
-          expect(a.cache?.verdicts, JSON.stringify(e)).toBe(a.cache!.hits);
+          // Each document from the cache came with its verdict (no ODCS documents in this corpus);
+          // a file cached with a YAML error has no document, so no verdict.
+          const unparsed = new Set(a.diagnostics.filter((d) => d.severity === "error" && d.code.startsWith("CA20")).map((d) => d.location?.file)).size;
+          expect(a.cache?.verdicts, JSON.stringify(e)).toBeLessThanOrEqual(a.cache!.hits);
+          expect(a.cache?.verdicts, JSON.stringify(e)).toBeGreaterThanOrEqual(a.cache!.hits - unparsed);
+          // Every module was rendered or found unchanged by its hash (ADR 0017n); one edited by
+          // hand or deleted was rendered, and an edit of one contract leaves most unrendered.
+          // (A compile with an error renders nothing.)
+          const clean = !a.diagnostics.some((d) => d.severity === "error");
+          expect(a.cache?.modules !== undefined, JSON.stringify(e)).toBe(clean);
+          const { unchanged = 0, rendered = 0 } = a.cache?.modules ?? {};
+          if (clean) expect(unchanged + rendered, JSON.stringify(e)).toBe(moduleFiles(warm).length);
+          if (clean && (e.kind === "handEdit" || e.kind === "deleteModule")) expect(rendered, JSON.stringify(e)).toBeGreaterThan(0);
+          if (clean && (e.kind === "description" || e.kind === "comment")) expect(unchanged, JSON.stringify(e)).toBeGreaterThan(moduleFiles(warm).length / 2);
         }
         expect(fs.existsSync(path.join(cold, ".contract-assets"))).toBe(false);
       }),
-      { seed: 20261201, numRuns: 3 },
+      { seed: 20261201, numRuns: 5 },
     );
   });
 

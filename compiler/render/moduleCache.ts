@@ -1,0 +1,162 @@
+import { createHash } from "node:crypto";
+import { createDiagnostic, Diagnostics } from "../diagnostics/catalogue.js";
+import type { Diagnostic } from "../diagnostics/diagnostic.js";
+import type { CacheEntriesRead } from "../discover/readCache.js";
+import type { Manifest } from "../manifest/buildManifest.js";
+import { CACHE_FOLDER, cacheWriter } from "../parse/parseCache.js";
+import { decodeCacheEntry, encodeCacheEntry } from "../support/cacheEntry.js";
+import { assetRenderInputs, dagRenderInputs, modulePath, monitorPath, usedAssets, type ModuleSkip } from "./renderModules.js";
+
+/**
+ * The incremental cache of the render stage (ADR 0017n): one index of every DAG module the last
+ * compile rendered or found unchanged, `path → (key of its inputs, sha256 of its text)`. A module
+ * whose key is the index's and whose file on the disk hashes to the index's sha256 holds what its
+ * render would give, so it is neither rendered nor compared again; any other is rendered as
+ * without the cache. Pure: discover reads the index (`readCacheEntries`), the write stage checks
+ * a file's hash (`OutputWrite.holdsDigest`) and writes the index (`writeCacheEntries`).
+ *
+ * The key of a module is sha256 over the render's writer ({@link moduleCacheWriter}: compiler
+ * version, a fingerprint of the render modules' import closure, the templates and `package.json`),
+ * the module's path, the fields of its DAG's record the render reads (`dagRenderInputs`) and those
+ * of each Asset it declares (`assetRenderInputs`, {@link usedAssets}): every value `renderDagModule`
+ * reads, as JSON texts of the in-memory manifest the render itself reads (ADR 0017n: hashing the
+ * records' whole texts cost about as much as the render it saves).
+ */
+
+/** The render stage's folder of the cache, project-relative. */
+export const RENDER_CACHE_FOLDER = `${CACHE_FOLDER}/render`;
+/** The index's name in it (`modules.bin`), and the key its header is written under (`support/cacheEntry.ts`). */
+export const MODULE_INDEX_KEY = "modules";
+/** The index file, project-relative: where its notes point. */
+export const MODULE_INDEX_PATH = `${RENDER_CACHE_FOLDER}/${MODULE_INDEX_KEY}.bin`;
+
+/** What decides a module's text beside its inputs: the render modules (with all they import) and the templates. */
+const RENDER_INPUTS = { modules: ["render/renderModules", "render/moduleCache"], files: ["templates/dag_module.py.hbs", "templates/freshness_monitor.py.hbs"] };
+
+/** The render index's writer, `<name> <version> (render <fingerprint>)`: an index of another is foreign. */
+export function moduleCacheWriter(name: string, version: string): string {
+  return cacheWriter(name, version, RENDER_INPUTS, "render");
+}
+
+/** Bytes of a digest: sha256. */
+const DIGEST = 32;
+
+/** One compile's use of the index: what it found, what it did, the index to write. */
+export interface ModuleCache extends ModuleSkip {
+  /** The CA1951 note when the index found could not be used. */
+  notes: Diagnostic[];
+  /** DAG modules found unchanged (not rendered), and rendered. */
+  counts: { unchanged: number; rendered: number };
+  /** The new index's bytes: every DAG module of this compile, its key and the sha256 of its text. */
+  encode(): Uint8Array;
+}
+
+/** sha256 of a text's UTF-8 bytes (the bytes `write` puts on the disk). */
+function digestOf(text: string): Buffer {
+  return createHash("sha256").update(text).digest();
+}
+
+/**
+ * The key of each DAG's module, in `manifest.dags` order, then the freshness monitor's when there
+ * is one (see the module comment). Each part is a
+ * JSON text (no raw line break), joined by line breaks, so no two parts run together; an Asset's
+ * text is made once, however many modules declare it. Equal texts are equal values for what the
+ * render reads: the manifest was written as canonical JSON, so it holds no value JSON cannot
+ * write (a non-finite number, a function), and a `-0`, which JSON writes as `0`, renders as `0`.
+ * Another key order of an object gives another text: a miss, never a wrong hit.
+ */
+export function moduleKeys(manifest: Manifest, outDir: string, writer: string): Buffer[] {
+  // The render's lookup: by name, the last record of a name wins (a Map built in array order).
+  const assetAt = new Map(manifest.assets.map((a, i) => [a.name, i]));
+  const assetTexts = new Array<string | undefined>(manifest.assets.length);
+  const assetText = (i: number): string => (assetTexts[i] ??= JSON.stringify(assetRenderInputs(manifest.assets[i]!)));
+  const head = JSON.stringify(writer);
+  const keyOf = (relative: string, inputs: unknown, assets: readonly string[]): Buffer => {
+    const parts = [head, JSON.stringify(relative), JSON.stringify(inputs)];
+    for (const name of assets) {
+      const at = assetAt.get(name);
+      parts.push(at === undefined ? "null" : assetText(at));
+    }
+    return digestOf(parts.join("\n"));
+  };
+  const keys = manifest.dags.map((dag) => keyOf(modulePath(outDir, dag.dag_id), dagRenderInputs(dag), usedAssets(dag)));
+  // The freshness monitor's module (index `dags.length`): its whole plan, and each Asset it watches.
+  const monitor = manifest.freshness_monitor;
+  if (monitor) keys.push(keyOf(monitorPath(outDir, monitor.dag_id), monitor, monitor.assets.map((a) => a.name)));
+  return keys;
+}
+
+/** The index's payload: the module paths, and per path its key then its text's sha256. */
+interface IndexPayload {
+  paths: string[];
+  digests: Uint8Array;
+}
+
+/** The index's entries by path, or why it cannot be used. */
+function decodeIndex(read: CacheEntriesRead, writer: string): { entries: Map<string, { key: Buffer; text: Buffer }> } | { problem: "damaged" | "foreign" | "unreadable"; detail: string } | undefined {
+  const unreadable = read.unreadable.get(MODULE_INDEX_KEY);
+  if (unreadable !== undefined) return { problem: "unreadable", detail: unreadable };
+  const bytes = read.found.get(MODULE_INDEX_KEY);
+  if (bytes === undefined) return undefined;
+  const decoded = decodeCacheEntry(bytes, { key: MODULE_INDEX_KEY, compiler: writer });
+  if ("problem" in decoded) return decoded;
+  const p = decoded.value as Partial<IndexPayload> | null;
+  if (typeof p !== "object" || p === null || !Array.isArray(p.paths) || !(p.digests instanceof Uint8Array) || p.digests.length !== p.paths.length * 2 * DIGEST || !p.paths.every((x) => typeof x === "string")) {
+    return { problem: "damaged", detail: "it holds no index of modules" };
+  }
+  const digests = Buffer.from(p.digests.buffer, p.digests.byteOffset, p.digests.byteLength);
+  const entries = new Map<string, { key: Buffer; text: Buffer }>();
+  p.paths.forEach((path, i) => entries.set(path, { key: digests.subarray(2 * DIGEST * i, 2 * DIGEST * i + DIGEST), text: digests.subarray(2 * DIGEST * i + DIGEST, 2 * DIGEST * (i + 1)) }));
+  return { entries };
+}
+
+/**
+ * One compile's module cache: the keys of `manifest`'s DAG modules ({@link moduleKeys}), the index discover read (`read`, of {@link MODULE_INDEX_KEY}
+ * in {@link RENDER_CACHE_FOLDER}), and `holds(relative, sha256)`, the write stage's check that a
+ * file on the disk has that sha256. A module is unchanged when its key is the index's and `holds`
+ * says yes; a damaged, foreign or unreadable index is one CA1951 note and skips nothing.
+ */
+export function openModuleCache(
+  manifest: Manifest,
+  outDir: string,
+  compiler: { name: string; version: string },
+  read: CacheEntriesRead,
+  holds: (relative: string, digest: Uint8Array) => boolean,
+): ModuleCache {
+  const writer = moduleCacheWriter(compiler.name, compiler.version);
+  const keys = moduleKeys(manifest, outDir, writer);
+  const found = decodeIndex(read, writer);
+  const notes: Diagnostic[] = [];
+  if (found && "problem" in found) notes.push(createDiagnostic(Diagnostics.ModuleIndexIgnored, { problem: found.problem, detail: found.detail }, { file: MODULE_INDEX_PATH, line: 1, column: 1 }));
+  const stored = found && "entries" in found ? found.entries : new Map<string, { key: Buffer; text: Buffer }>();
+  // The next index: every module of this compile, by path (one index rather than a file each).
+  const next = new Map<string, { key: Buffer; text: Buffer }>();
+  const counts = { unchanged: 0, rendered: 0 };
+  return {
+    notes,
+    counts,
+    unchanged(relative, index) {
+      const key = keys[index]!;
+      const entry = stored.get(relative);
+      if (!entry || !entry.key.equals(key) || !holds(relative, entry.text)) return false;
+      next.set(relative, { key, text: entry.text });
+      counts.unchanged++;
+      return true;
+    },
+    rendered(relative, index, text) {
+      counts.rendered++;
+      next.set(relative, { key: keys[index]!, text: digestOf(text) });
+    },
+    encode() {
+      const paths = [...next.keys()];
+      const digests = new Uint8Array(paths.length * 2 * DIGEST);
+      paths.forEach((path, i) => {
+        const entry = next.get(path)!;
+        digests.set(entry.key, 2 * DIGEST * i);
+        digests.set(entry.text, 2 * DIGEST * i + DIGEST);
+      });
+      const payload: IndexPayload = { paths, digests };
+      return encodeCacheEntry(MODULE_INDEX_KEY, writer, payload);
+    },
+  };
+}
