@@ -57,15 +57,17 @@ function digestOf(text: string): Buffer {
 }
 
 /**
- * The key of each DAG's module, in `manifest.dags` order, then the freshness monitor's when there
- * is one (see the module comment). Each part is a
+ * The key of the module at an index: `manifest.dags[index]`'s, or at `dags.length` the freshness
+ * monitor's (see the module comment), made when asked for, so that the render, which asks once per
+ * module in order, holds no array of keys made before it starts (when the manifest's text is still
+ * held). Each part is a
  * JSON text (no raw line break), joined by line breaks, so no two parts run together; an Asset's
  * text is made once, however many modules declare it. Equal texts are equal values for what the
  * render reads: the manifest was written as canonical JSON, so it holds no value JSON cannot
  * write (a non-finite number, a function), and a `-0`, which JSON writes as `0`, renders as `0`.
  * Another key order of an object gives another text: a miss, never a wrong hit.
  */
-export function moduleKeys(manifest: Manifest, outDir: string, writer: string): Buffer[] {
+export function moduleKeys(manifest: Manifest, outDir: string, writer: string): (index: number) => Buffer {
   // The render's lookup: by name, the last record of a name wins (a Map built in array order).
   const assetAt = new Map(manifest.assets.map((a, i) => [a.name, i]));
   const assetTexts = new Array<string | undefined>(manifest.assets.length);
@@ -79,11 +81,14 @@ export function moduleKeys(manifest: Manifest, outDir: string, writer: string): 
     }
     return digestOf(parts.join("\n"));
   };
-  const keys = manifest.dags.map((dag) => keyOf(modulePath(outDir, dag.dag_id), dagRenderInputs(dag), usedAssets(dag)));
-  // The freshness monitor's module (index `dags.length`): its whole plan, and each Asset it watches.
-  const monitor = manifest.freshness_monitor;
-  if (monitor) keys.push(keyOf(monitorPath(outDir, monitor.dag_id), monitor, monitor.assets.map((a) => a.name)));
-  return keys;
+  return (index) => {
+    const dag = manifest.dags[index];
+    if (dag) return keyOf(modulePath(outDir, dag.dag_id), dagRenderInputs(dag), usedAssets(dag));
+    // The freshness monitor's module (index `dags.length`): its whole plan, and each Asset it watches.
+    const monitor = manifest.freshness_monitor;
+    if (index !== manifest.dags.length || !monitor) throw new RangeError(`moduleKeys: no module at ${index}`);
+    return keyOf(monitorPath(outDir, monitor.dag_id), monitor, monitor.assets.map((a) => a.name));
+  };
 }
 
 /** The index's payload: the module paths, and per path its key then its text's sha256. */
@@ -124,7 +129,13 @@ export function openModuleCache(
   holds: (relative: string, digest: Uint8Array) => boolean,
 ): ModuleCache {
   const writer = moduleCacheWriter(compiler.name, compiler.version);
-  const keys = moduleKeys(manifest, outDir, writer);
+  const keyAt = moduleKeys(manifest, outDir, writer);
+  // The key `unchanged` made for a module it then found changed is the one `rendered` stores.
+  let last: { index: number; key: Buffer } | undefined;
+  const keyOf = (index: number): Buffer => {
+    if (last?.index !== index) last = { index, key: keyAt(index) };
+    return last.key;
+  };
   const found = decodeIndex(read, writer);
   const notes: Diagnostic[] = [];
   if (found && "problem" in found) notes.push(createDiagnostic(Diagnostics.ModuleIndexIgnored, { problem: found.problem, detail: found.detail }, { file: MODULE_INDEX_PATH, line: 1, column: 1 }));
@@ -136,16 +147,17 @@ export function openModuleCache(
     notes,
     counts,
     unchanged(relative, index) {
-      const key = keys[index]!;
       const entry = stored.get(relative);
-      if (!entry || !entry.key.equals(key) || !holds(relative, entry.text)) return false;
+      if (!entry) return false;
+      const key = keyOf(index);
+      if (!entry.key.equals(key) || !holds(relative, entry.text)) return false;
       next.set(relative, { key, text: entry.text });
       counts.unchanged++;
       return true;
     },
     rendered(relative, index, text) {
       counts.rendered++;
-      next.set(relative, { key: keys[index]!, text: digestOf(text) });
+      next.set(relative, { key: keyOf(index), text: digestOf(text) });
     },
     encode() {
       const paths = [...next.keys()];

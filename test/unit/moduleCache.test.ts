@@ -114,8 +114,13 @@ describe("the render stage's incremental cache", () => {
     const all = modules(root);
     expect(first.cache?.modules).toEqual({ unchanged: 0, rendered: all.length });
     expect(fs.statSync(path.join(root, MODULE_INDEX_PATH)).isFile()).toBe(true);
-    // Nothing changed: every module is found on the disk by its hash, none rendered.
-    expect(compile(root, { cache: true }).cache?.modules).toEqual({ unchanged: all.length, rendered: 0 });
+    // Nothing changed: every module is found on the disk by its hash, none rendered; a temporary a
+    // killed write left beside one is still stale (ADR 0017i), since the module counts as added.
+    const temporary = `${all[0]!}.tmp-4242-0badcafe`;
+    fs.writeFileSync(path.join(root, temporary), "");
+    const again = compile(root, { cache: true });
+    expect(again.cache?.modules).toEqual({ unchanged: all.length, rendered: 0 });
+    expect(again.written?.deleted).toEqual([temporary]);
 
     // A hand edit of the same size (only a hash can tell), and a deleted module.
     const [edited, deleted] = [all[1]!, all[2]!];
