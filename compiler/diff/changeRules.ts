@@ -173,13 +173,11 @@ function upstreamsOf(dag: DagPlan | undefined): Upstream[] {
 const consumerIndex = perDiff((context): ReadonlyMap<string, ReadonlyArray<{ dag: DagPlan; upstream: Upstream }>> => {
   const index = new Map<string, Array<{ dag: DagPlan; upstream: Upstream }>>();
   for (const dag of context.dagsAfter.values()) {
-    const seen = new Set<string>();
     for (const upstream of upstreamsOf(dag)) {
-      if (seen.has(upstream.asset)) continue;
-      seen.add(upstream.asset);
       const list = index.get(upstream.asset);
-      if (list) list.push({ dag, upstream });
-      else index.set(upstream.asset, [{ dag, upstream }]);
+      // A DAG's first upstream entry of a name stands for it (a later one is already listed, last).
+      if (!list) index.set(upstream.asset, [{ dag, upstream }]);
+      else if (list[list.length - 1]!.dag !== dag) list.push({ dag, upstream });
     }
   }
   // Sort for determinism.
@@ -399,38 +397,44 @@ const breakingOf = (v: ContractVersions): Change[] => v.changes.filter((x) => x.
 const additiveOf = (v: ContractVersions): Change[] => v.changes.filter((x) => CHANGE_RULES.find((r) => r.id === x.rule)?.additive === true && x.category !== "breaking");
 
 /** Every change rule, in report order within an asset. Add a rule here, with a golden case. */
+/** The declared external assets of the current state, by name: the assets EXTERNAL_ASSET_UNREAD asks the readers of. */
+const declaredExternals = perDiff((c): ReadonlySet<string> => new Set([...c.after.values()].filter((a) => isDeclaredExternal(c.current, a)).map((a) => a.name)));
+
+/** Per state, the readers of each declared external asset (of {@link declaredExternals}), one pass over that state's edges and DAGs. */
+const readerIndex = (state: "previous" | "current"): ((c: DiffContext) => ReadonlyMap<string, ReadonlySet<string>>) =>
+  perDiff((c) => {
+    const names = declaredExternals(c);
+    const out = new Map<string, Set<string>>();
+    const add = (asset: string, reader: string): void => {
+      if (!names.has(asset)) return;
+      const readers = out.get(asset);
+      if (readers) readers.add(reader);
+      else out.set(asset, new Set([reader]));
+    };
+    for (const e of c[state].edges) add(e.from, e.via);
+    for (const d of (state === "current" ? c.dagsAfter : c.dagsBefore).values()) for (const inlet of d.inlets) add(inlet, d.dag_id);
+    return out;
+  });
+const readersBefore = readerIndex("previous");
+const readersAfter = readerIndex("current");
+
 /**
- * The contracts that read an asset in one state: the `via` of its edges (every contract that is
- * not retired, drafts included) and the DAGs that list it as an inlet (also those kept for a file
- * that failed validation). Sorted.
+ * The contracts that read a declared external asset (one of {@link declaredExternals}) in one
+ * state: the `via` of its edges (every contract that is not retired, drafts included) and the DAGs
+ * that list it as an inlet (also those kept for a file that failed validation). Sorted.
  */
-function readersIn(manifest: Manifest, dags: ReadonlyMap<string, DagPlan>, asset: string): string[] {
-  const readers = new Set(indexOf(edgeReaders, manifest, edgeReadersOf).get(asset));
-  for (const dagId of indexOf(inletReaders, dags, inletReadersOf).get(asset) ?? []) readers.add(dagId);
+function readersIn(c: DiffContext, state: "previous" | "current", asset: string): string[] {
   // Sort for determinism.
-  return [...readers].sort(compareStrings);
+  return [...((state === "current" ? readersAfter : readersBefore)(c).get(asset) ?? [])].sort(compareStrings);
 }
 
-// Indexes over one state, built at the first question (a rule asks for every external asset).
-const edgeReaders = new WeakMap<object, Map<string, string[]>>();
-const inletReaders = new WeakMap<object, Map<string, string[]>>();
+// Indexes over one state, built at the first question.
 const declaringContracts = new WeakMap<object, Set<string>>();
 function indexOf<K extends object, V>(cache: WeakMap<object, V>, key: K, build: (key: K) => V): V {
   let value = cache.get(key);
   if (value === undefined) cache.set(key, (value = build(key)));
   return value;
 }
-function groupBy(pairs: Iterable<[string, string]>): Map<string, string[]> {
-  const out = new Map<string, string[]>();
-  for (const [k, v] of pairs) {
-    const list = out.get(k);
-    if (list) list.push(v);
-    else out.set(k, [v]);
-  }
-  return out;
-}
-const edgeReadersOf = (manifest: Manifest): Map<string, string[]> => groupBy(manifest.edges.map((e): [string, string] => [e.from, e.via]));
-const inletReadersOf = (dags: ReadonlyMap<string, DagPlan>): Map<string, string[]> => groupBy([...dags.values()].flatMap((d) => d.inlets.map((i): [string, string] => [i, d.dag_id])));
 
 /** Whether an asset is declared by a `kind: ExternalAssets` document (not an ingestion source). */
 function isDeclaredExternal(manifest: Manifest, asset: ManifestAsset): boolean {
@@ -626,9 +630,9 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
     about: "asset",
     detect: (c) =>
       [...c.after.values()].flatMap((a) => {
-        if (!isDeclaredExternal(c.current, a) || readersIn(c.current, c.dagsAfter, a.name).length > 0) return [];
+        if (!declaredExternals(c).has(a.name) || readersIn(c, "current", a.name).length > 0) return [];
         if (!c.before.has(a.name)) return [{ asset: a.name, field: "readers", after: [], message: `the external asset ${q(a.name)} is added, and no contract reads it` }];
-        const before = readersIn(c.previous, c.dagsBefore, a.name);
+        const before = readersIn(c, "previous", a.name);
         if (before.length === 0) return [];
         return [{ asset: a.name, field: "readers", before, after: [], message: `no contract reads the external asset ${q(a.name)} any more (${before.map((x) => q(x)).join(", ")} did)` }];
       }),
