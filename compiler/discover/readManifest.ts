@@ -337,12 +337,12 @@ function recordsOf(text: Searchable, key: string, known?: Known, at = openingOf(
  * records (ADR 0017d). `text` is the file's text, or its ASCII bytes read as the text
  * ({@link AsciiText}, ADR 0017i), decoded whole only for the full parse.
  *
- * What it costs is what changed (ADR 0017k): the common prefix and suffix of the two texts are
- * found first (native compares, {@link commonRuns}); the current text's records lying in them are
- * the previous scan's, at the same place or shifted by the difference in length, and a previous
- * record wholly in them is taken over by position, without slicing or hashing its text. Only the
- * records that overlap the differing middle are sliced, matched by text among the current
- * manifest's middle records (a record moved, not changed, is still taken over) and else parsed.
+ * What it costs is what changed (ADR 0017k): where the two texts are the same is found first
+ * ({@link commonRuns}: both cut where `assets` and `dags` open, each piece compared natively from
+ * both ends); the current text's records lying in those runs are the previous scan's, shifted, and
+ * a previous record wholly in them is taken over by position, without slicing or hashing its text.
+ * Only the records around the differences are sliced, matched by text among the current text's
+ * records scanned there (a record moved, not changed, is still taken over) and else parsed.
  */
 export function parseManifestAgainst(text: ManifestText, current: { manifest: Manifest; text: string }): ReturnType<typeof parseManifest> {
   if (text === current.text) return { manifest: current.manifest };

@@ -167,7 +167,7 @@ describe("the previous manifest read against the new one, over random edits", ()
   it("refuses a damaged text with the full parse's reason and offset, wherever the damage is", () => {
     const r = random(1601);
     const marks = ['"', ",", "{", "}", "[", "]", "0", " ", "\n", ":", "x", "é"];
-    for (let round = 0; round < 30; round++) {
+    for (let round = 0; round < 20; round++) {
       const previous = structuredClone(current.manifest);
       editOnce(previous, r, round);
       let text = asText(previous);
@@ -222,7 +222,7 @@ describe("the previous manifest read against the new one, over random edits", ()
 describe("the diff of a previous state sharing the current manifest's records", () => {
   it("is the diff of the same state parsed whole, over random edits of a project's manifest", () => {
     const r = random(1602);
-    let changes = 0;
+    let withChanges = 0;
     for (let round = 0; round < 40; round++) {
       const previous = structuredClone(current.manifest);
       const names = Array.from({ length: 1 + r.int(3) }, (_, k) => editOnce(previous, r, round * 10 + k));
@@ -235,10 +235,11 @@ describe("the diff of a previous state sharing the current manifest's records", 
       const got = diffManifests(shared, current.manifest);
       expect(got, names.join(", ")).toEqual(expected);
       expect(formatChangesJson(got), names.join(", ")).toBe(formatChangesJson(expected));
-      changes += expected.changes.length;
+      if (expected.changes.length) withChanges++;
     }
-    // The edits are seen: the comparison is not between two empty diffs.
-    expect(changes).toBeGreaterThan(60);
+    // The edits are seen: most rounds compare diffs that report something (some edits, a swap or a
+    // header, report nothing).
+    expect(withChanges).toBeGreaterThanOrEqual(25);
   });
 
   it("is the diff of the same state parsed whole on every golden diff case", () => {
