@@ -24,7 +24,7 @@ import type { RenameCandidate } from "./support/renames.js";
 import { readOdcsContract } from "./validate/readOdcs.js";
 import { SCHEMA_FILES } from "./validate/schemas.js";
 import { isStoredVerdict, restoreVerdict, storedVerdictOf, validateDocument, validateDocuments, type DocumentVerdict, type StoredVerdict } from "./validate/validateDocuments.js";
-import { writeCacheEntries } from "./write/writeCache.js";
+import { openCacheWrite } from "./write/writeCache.js";
 import { writeNewFiles } from "./write/writeNewFiles.js";
 import { openWrite, writeOutputs, type WriteReport, type WriteScope } from "./write/writeOutputs.js";
 import { COMPILER_NAME, COMPILER_VERSION } from "./version.js";
@@ -155,21 +155,25 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
       return restored ? undefined : storedVerdictOf(d, verdict, config);
     },
   });
-  // The incremental cache (ADR 0017c, 0017j): each file's entry is read before parse, the new ones
-  // are written after the write stage. Entries are of this build of the parse and validate stages.
-  const parseCache = options.cache
+  // The incremental cache (ADR 0017c, 0017j): each file's entry is read before parse; each new one
+  // is written as soon as its file is parsed and validated, and the unused ones are removed once
+  // parse is done (ADR 0017m). Entries are of this build of the parse and validate stages.
+  const cacheWrite = options.cache ? openCacheWrite(layout.root, CACHE_FOLDER, PARSE_CACHE_FOLDER) : undefined;
+  const parseCache = cacheWrite
     ? openParseCache(
         [...discovered.value.contracts, ...discovered.value.configs],
         discovered.value.configs,
         parseCacheWriter(COMPILER_NAME, COMPILER_VERSION, { modules: ["parse/parseContracts", "validate/validateDocuments"], files: SCHEMA_FILES }),
         (keys) => readCacheEntries(layout.root, PARSE_CACHE_FOLDER, keys),
         isStoredVerdict,
+        (key, bytes) => cacheWrite.add(key, bytes),
       )
     : undefined;
   const contracts = parseContracts(discovered.value.contracts, { ...parseOptions(false), ...(parseCache ? { cache: parseCache } : {}) });
   const configs = parseContracts(discovered.value.configs, { ...parseOptions(true), ...(parseCache ? { cache: parseCache } : {}) });
   diagnostics.push(...contracts.diagnostics, ...configs.diagnostics);
-  if (parseCache) diagnostics.push(...parseCacheNotes(parseCache));
+  const cached = parseCache && cacheWrite!.finish(new Set(parseCache.keys.values()));
+  if (parseCache) diagnostics.push(...parseCacheNotes(parseCache), ...cached!.diagnostics);
 
   // The files the documents name (SQL producers, dbt manifests) are read now, before any stage
   // interprets a document: from here on every stage works in memory.
@@ -298,11 +302,7 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
       }
     }
   }
-  if (parseCache) {
-    const cached = writeCacheEntries(layout.root, CACHE_FOLDER, PARSE_CACHE_FOLDER, parseCache.fresh, new Set(parseCache.keys.values()));
-    diagnostics.push(...cached.diagnostics);
-    result.cache = { hits: parseCache.hits, parsed: parseCache.parsed, verdicts: reused, written: cached.value.written, removed: cached.value.removed };
-  }
+  if (parseCache) result.cache = { hits: parseCache.hits, parsed: parseCache.parsed, verdicts: reused, written: cached!.value.written, removed: cached!.value.removed };
   result.diagnostics = sortDiagnostics(diagnostics);
   return result;
 }

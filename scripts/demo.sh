@@ -49,7 +49,7 @@ say() { printf '\n== %s\n' "$*"; }
 
 say "compile contracts/ -> generated/"
 if [ ! -f dist/compiler/cli.js ]; then
-  npx --no-install tsc -p tsconfig.json
+  npm run --silent build
 fi
 node bin/contract-assets.js compile
 

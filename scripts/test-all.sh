@@ -6,7 +6,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
-npx --no-install tsc -p tsconfig.json
+npm run --silent build
 npx --no-install vitest run
 # The runtime type-checks strictly (mypy, from requirements.lock) before its tests run.
 bash scripts/python-env.sh

@@ -1,8 +1,7 @@
-import Ajv2020Module, { type ValidateFunction } from "ajv/dist/2020.js";
+import type { ValidateFunction } from "ajv";
 import { MANIFEST_VERSION, type Manifest } from "../model/manifest.js";
 import { readPackageFile } from "../support/package-root.js";
-
-const Ajv2020 = Ajv2020Module as unknown as typeof Ajv2020Module.default;
+import { schemaValidators, type SchemaSet, type Validators } from "../support/schemaValidators.js";
 
 /** Project-relative path of the manifest JSON Schema of each `manifestVersion` this compiler knows. */
 /**
@@ -14,11 +13,26 @@ export const MANIFEST_SCHEMA_FILES: Readonly<Record<number, string>> = {
   2: "compiler/schemas/manifest/v2.schema.json",
 };
 
-const compiled = new Map<number, ValidateFunction>();
+/** The manifest schema of each version with its ajv options (JSON Schema 2020-12, every error, strict, union types): one validator, `validate`. */
+export const MANIFEST_SCHEMAS: Readonly<Record<number, SchemaSet>> = Object.fromEntries(
+  Object.entries(MANIFEST_SCHEMA_FILES).map(([version, file]) => [
+    version,
+    { name: `manifest-v${version}`, dialect: "2020-12", options: { allErrors: true, strict: true, allowUnionTypes: true }, keywords: [], shared: [], validators: { validate: file } } satisfies SchemaSet,
+  ]),
+);
+
+const validators = new Map<number, Validators>();
 
 /** The manifest JSON Schema of `version` (default: the one this compiler writes; the object, read from the sources). */
 export function manifestSchema(version: number = MANIFEST_VERSION): Record<string, unknown> {
   return JSON.parse(readPackageFile(MANIFEST_SCHEMA_FILES[version]!)) as Record<string, unknown>;
+}
+
+/** The validator of the manifest schema of `version`: precompiled at build time when current (`dist/validators/manifest-v<N>.cjs`), else compiled on first use. */
+function manifestValidator(version: number): ValidateFunction {
+  let of = validators.get(version);
+  if (!of) validators.set(version, (of = schemaValidators(MANIFEST_SCHEMAS[version]!)));
+  return of("validate");
 }
 
 /**
@@ -31,11 +45,7 @@ export function checkManifest(
   value: unknown,
   version: number = MANIFEST_VERSION,
 ): { manifest: Manifest; problem?: undefined; pointer?: undefined } | { manifest?: undefined; problem: string; pointer: string } {
-  let check = compiled.get(version);
-  if (!check) {
-    check = new Ajv2020({ allErrors: true, strict: true, allowUnionTypes: true }).compile(manifestSchema(version));
-    compiled.set(version, check);
-  }
+  const check = manifestValidator(version);
   if (check(value)) return { manifest: value as Manifest };
   const errors = check.errors ?? [];
   // The deepest error names the field at fault; at one depth, an `if`/`then` error or an

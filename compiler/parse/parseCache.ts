@@ -100,8 +100,12 @@ export interface ParseCache {
   read: CacheEntriesRead;
   /** Whether a stored verdict has the shape the validate stage writes (an entry with another is damaged). */
   isVerdict: (verdict: unknown) => boolean;
-  /** Entries to write: the files parsed because theirs was missing or unusable. */
-  fresh: Map<string, Uint8Array>;
+  /**
+   * Takes each new entry (key, bytes) as soon as it is made: the files parsed because theirs was
+   * missing or unusable. The pipeline hands in the write stage's `CacheWrite.add`, which writes it
+   * at once, so no compile holds every new entry (ADR 0017m).
+   */
+  store: (key: string, bytes: Uint8Array) => void;
   /** Entries found and not used, by file path. */
   problems: Map<string, { problem: Problem; detail: string }>;
   /** How many files came from the cache, and how many were parsed. */
@@ -128,7 +132,7 @@ export function parseCacheKeys(files: readonly SourceFile[], context: string): M
 /**
  * One compile's cache of `files` (every contract and config file): their keys under
  * {@link cacheContext} of `configs`, the entries discover read for them (`read` gets the keys),
- * nothing looked up yet.
+ * nothing looked up yet; each new entry goes to `store` as it is made.
  */
 export function openParseCache(
   files: readonly SourceFile[],
@@ -136,9 +140,10 @@ export function openParseCache(
   compiler: string,
   read: (keys: string[]) => CacheEntriesRead,
   isVerdict: (verdict: unknown) => boolean,
+  store: (key: string, bytes: Uint8Array) => void,
 ): ParseCache {
   const keys = parseCacheKeys(files, cacheContext(configs));
-  return { compiler, keys, read: read([...keys.values()]), isVerdict, fresh: new Map(), problems: new Map(), hits: 0, parsed: 0 };
+  return { compiler, keys, read: read([...keys.values()]), isVerdict, store, problems: new Map(), hits: 0, parsed: 0 };
 }
 
 /**
@@ -289,16 +294,14 @@ export function fromPayload(payload: unknown): CachedFile | undefined {
 }
 
 /**
- * Records the entries of files just parsed (`files[i]` gave `parsed[i]`, and validating its
- * document `verdicts[i]`, null for none), to be written.
+ * Hands the entry of a file just parsed to the cache's `store`: `file` gave `data`, and
+ * validating its document `verdict` (null for none). Called as each parse arrives, so the
+ * encoded entry is garbage once stored.
  */
-export function storeParseCache(files: readonly SourceFile[], parsed: readonly ParsedData[], verdicts: readonly unknown[], cache: ParseCache): void {
-  cache.parsed += files.length;
-  for (let i = 0; i < files.length; i++) {
-    const key = cache.keys.get(files[i]!.path);
-    const entry: CachedFile = { data: parsed[i]!, verdict: verdicts[i] ?? null };
-    if (key !== undefined) cache.fresh.set(key, encodeCacheEntry(key, cache.compiler, toPayload(entry)));
-  }
+export function storeParsedFile(file: SourceFile, data: ParsedData, verdict: unknown, cache: ParseCache): void {
+  cache.parsed++;
+  const key = cache.keys.get(file.path);
+  if (key !== undefined) cache.store(key, encodeCacheEntry(key, cache.compiler, toPayload({ data, verdict: verdict ?? null })));
 }
 
 /**

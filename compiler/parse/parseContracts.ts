@@ -4,7 +4,7 @@ import type { Diagnostic, SourceLocation, StageResult } from "../diagnostics/dia
 import type { SourceFile } from "../discover/discoverProject.js";
 import { contentHashes, type ContentHashes } from "../support/hash.js";
 import { defaultWorkerCount, parseAll } from "./parallelParse.js";
-import { lookupParseCache, storeParseCache, type ParseCache } from "./parseCache.js";
+import { lookupParseCache, storeParsedFile, type ParseCache } from "./parseCache.js";
 
 /** Aliases a document may expand before it is rejected as an expansion bomb (CA2005). */
 export const MAX_ALIAS_COUNT = 100;
@@ -434,21 +434,20 @@ export function parseContracts(
   options: { workers?: number; onDocument?: (document: ParsedDocument, stored?: unknown) => unknown; cache?: ParseCache } = {},
 ): StageResult<ParsedDocument[]> {
   const documents = new Array<StageResult<ParsedDocument | undefined>>(files.length);
-  const kept = new Array<unknown>(files.length).fill(null);
+  // `stored` is the entry's verdict for a file from the cache, undefined for a file just parsed,
+  // whose entry is stored at once with the verdict `onDocument` returns (ADR 0017m).
   const take = (i: number, data: ParsedData, stored?: unknown): void => {
     const result = toParsedDocument(files[i]!, data);
     documents[i] = result;
-    if (!result.value) return;
-    const keep = options.onDocument?.(result.value, stored ?? undefined);
-    if (keep !== undefined) kept[i] = keep;
+    const keep = result.value ? options.onDocument?.(result.value, stored ?? undefined) : undefined;
+    if (stored === undefined && options.cache) storeParsedFile(files[i]!, data, keep ?? null, options.cache);
   };
   // The cache is looked up before any parse work is shared out, so only the misses are parsed.
   const cached = options.cache ? lookupParseCache(files, options.cache) : undefined;
   const missing = cached ? cached.flatMap((entry, i) => (entry === undefined ? [i] : [])) : undefined;
   cached?.forEach((entry, i) => entry && take(i, entry.data, entry.verdict));
   const toParse = missing ? missing.map((i) => files[i]!) : files;
-  const run = parseAll(toParse, options.workers ?? defaultWorkerCount(toParse), { onResult: (k, data) => take(missing ? missing[k]! : k, data) });
-  if (options.cache) storeParseCache(toParse, run.results, missing ? missing.map((i) => kept[i]) : kept, options.cache);
+  parseAll(toParse, options.workers ?? defaultWorkerCount(toParse), { onResult: (k, data) => take(missing ? missing[k]! : k, data) });
   const diagnostics: Diagnostic[] = [];
   const value: ParsedDocument[] = [];
   for (const result of documents) {

@@ -2,29 +2,95 @@
  * Canonical JSON: object keys sorted by code unit, two-space indentation, a final newline.
  *
  * Input: any JSON value (objects, arrays, strings, finite numbers, booleans, null).
- * Output: the same text for equal values on every machine, so manifests diff cleanly in Git.
- * Throws a TypeError on a value JSON cannot carry (undefined, functions, non-finite numbers); the
- * callers only pass values the validate stage has already checked, so a throw here is a bug.
+ * Output: the same text for equal values on every machine, so manifests diff cleanly in Git: the
+ * text of `JSON.stringify(sortKeys(value), null, 2)` plus a newline (keys that are array indices,
+ * such as `"10"`, come first in numeric order, as a JavaScript object enumerates them; ECMA-262
+ * OrdinaryOwnPropertyKeys). An own `__proto__` key is left
+ * out, as {@link sortKeys} leaves it out (the parse stage refuses such keys); `toJSON` is never
+ * called. Throws a TypeError on a value JSON cannot carry (undefined, a function, a symbol, a
+ * bigint, a non-finite number, an array hole, a circular structure); the callers only pass values
+ * the validate stage has already checked, so a throw here is a bug.
  */
 export function canonicalJson(value: unknown): string {
-  // The same text as stringifying sortKeys(value), but each object is sorted when JSON.stringify
-  // reaches it, so no sorted deep copy of a large manifest is kept alive while it is written out.
-  return JSON.stringify(value, sortingReplacer, 2) + "\n";
+  // Native JSON.stringify without a replacer (a replacer is a call per key and value) of a value
+  // whose objects are already in canonical order: sorted copies only where they are not.
+  return JSON.stringify(inCanonicalOrder(value, []), null, 2) + "\n";
 }
 
-/** JSON.stringify replacer with the checks and key order of {@link sortKeys}. */
-function sortingReplacer(this: unknown, key: string): unknown {
-  // The raw value, before any toJSON (sortKeys never calls toJSON).
-  const value = (this as Record<string, unknown>)[key];
-  if (Array.isArray(value)) return value;
-  if (value === null || typeof value !== "object") return sortKeys(value);
-  const keys = Object.keys(value);
-  let sorted = true;
-  for (let i = 1; i < keys.length && sorted; i++) sorted = keys[i - 1]! < keys[i]!;
-  if (sorted && !keys.includes("__proto__")) return value;
-  const out: Record<string, unknown> = {};
-  // Sort for determinism.
-  for (const k of keys.sort()) out[k] = (value as Record<string, unknown>)[k];
+/** Throws the TypeError of {@link canonicalJson} unless `value` is a JSON primitive. */
+function checkPrimitive(value: unknown): void {
+  if (typeof value === "number") {
+    if (!Number.isFinite(value)) throw new TypeError(`canonicalJson: non-finite number ${String(value)}`);
+  } else if (value !== null && typeof value !== "string" && typeof value !== "boolean") {
+    throw new TypeError(`canonicalJson: ${typeof value} is not a JSON value`);
+  }
+}
+
+/**
+ * `keys` (distinct strings) sorted in place by code unit, as `Array.prototype.sort` sorts them: an
+ * insertion sort for the few keys of a record (about half the time of the built-in sort there).
+ */
+function sortCodeUnits(keys: string[]): void {
+  if (keys.length > 16) {
+    keys.sort();
+    return;
+  }
+  for (let i = 1; i < keys.length; i++) {
+    const key = keys[i]!;
+    let j = i - 1;
+    for (; j >= 0 && keys[j]! > key; j--) keys[j + 1] = keys[j]!;
+    keys[j + 1] = key;
+  }
+}
+
+/**
+ * `value` checked as {@link canonicalJson} checks it, with every object's keys in code-unit
+ * order: the same value (the same object, not mutated) where it already is, a copy of an object
+ * whose keys are not in order or that has a `toJSON` (and of each object or array holding such a
+ * copy) where not. Native `JSON.stringify(result, null, 2)` is then the text of stringifying
+ * {@link sortKeys}(value). `ancestors` are the objects being walked (a cycle is a TypeError, as
+ * JSON.stringify's own).
+ */
+function inCanonicalOrder(value: unknown, ancestors: object[]): unknown {
+  if (value === null || typeof value !== "object") {
+    checkPrimitive(value);
+    return value;
+  }
+  if (ancestors.includes(value)) throw new TypeError("canonicalJson: circular structure");
+  ancestors.push(value);
+  let out: unknown;
+  if (Array.isArray(value)) {
+    let copy: unknown[] | undefined;
+    for (let i = 0; i < value.length; i++) {
+      const item: unknown = value[i];
+      const canonical = item !== null && typeof item === "object" ? inCanonicalOrder(item, ancestors) : (checkPrimitive(item), item);
+      if (copy) copy.push(canonical);
+      else if (canonical !== item) (copy = value.slice(0, i)).push(canonical);
+    }
+    out = copy ?? value;
+  } else {
+    const object = value as Record<string, unknown>;
+    const keys = Object.keys(object);
+    // A toJSON would be called by JSON.stringify on the object itself, never by sortKeys.
+    let inOrder = typeof object.toJSON !== "function" && keys[0] !== "__proto__";
+    for (let i = 1; i < keys.length && inOrder; i++) inOrder = keys[i - 1]! < keys[i]! && keys[i] !== "__proto__";
+    if (!inOrder) sortCodeUnits(keys);
+    let copy: Record<string, unknown> | undefined = inOrder ? undefined : {};
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i]!;
+      if (key === "__proto__") continue;
+      const item = object[key];
+      const canonical = item !== null && typeof item === "object" ? inCanonicalOrder(item, ancestors) : (checkPrimitive(item), item);
+      if (copy) copy[key] = canonical;
+      else if (canonical !== item) {
+        copy = {};
+        for (let j = 0; j < i; j++) copy[keys[j]!] = object[keys[j]!];
+        copy[key] = canonical;
+      }
+    }
+    out = copy ?? value;
+  }
+  ancestors.pop();
   return out;
 }
 
@@ -79,25 +145,28 @@ function asciiPiece(text: string): string {
  */
 export function canonicalJsonAscii(value: Record<string, unknown>): string {
   const parts: string[] = ["{"];
-  Object.keys(value)
-    .sort()
-    .forEach((key, k) => {
-      const field = value[key];
-      // `{"key": ...}` in the layout of the whole: the field as it stands at depth 1.
-      const member = (v: unknown): string => JSON.stringify({ [key]: v }, sortingReplacer, 2);
-      if (k) parts.push(",");
-      if (!Array.isArray(field) || field.length <= RECORDS_PER_PIECE) {
-        parts.push(asciiPiece(member(field).slice(1, -2)));
-        return;
-      }
-      const head = `{\n  ${JSON.stringify(key)}: [`;
-      parts.push(asciiPiece(head.slice(1)));
-      for (let i = 0; i < field.length; i += RECORDS_PER_PIECE) {
-        const text = member(field.slice(i, i + RECORDS_PER_PIECE));
-        parts.push(i ? "," : "", asciiPiece(text.slice(head.length, -"\n  ]\n}".length)));
-      }
-      parts.push("\n  ]");
-    });
+  // Sort for determinism, in canonicalJson's order: a fresh object's, so keys that are array
+  // indices come first (`__proto__` left out, as canonicalJson leaves it out).
+  const order: Record<string, true> = {};
+  for (const key of Object.keys(value).sort()) if (key !== "__proto__") order[key] = true;
+  const keys = Object.keys(order);
+  keys.forEach((key, k) => {
+    const field = value[key];
+    // `{"key": ...}` in the layout of the whole: the field as it stands at depth 1.
+    const member = (v: unknown): string => JSON.stringify({ [key]: inCanonicalOrder(v, []) }, null, 2);
+    if (k) parts.push(",");
+    if (!Array.isArray(field) || field.length <= RECORDS_PER_PIECE) {
+      parts.push(asciiPiece(member(field).slice(1, -2)));
+      return;
+    }
+    const head = `{\n  ${JSON.stringify(key)}: [`;
+    parts.push(asciiPiece(head.slice(1)));
+    for (let i = 0; i < field.length; i += RECORDS_PER_PIECE) {
+      const text = member(field.slice(i, i + RECORDS_PER_PIECE));
+      parts.push(i ? "," : "", asciiPiece(text.slice(head.length, -"\n  ]\n}".length)));
+    }
+    parts.push("\n  ]");
+  });
   parts.push(parts.length > 1 ? "\n}\n" : "}\n");
   return parts.join("");
 }

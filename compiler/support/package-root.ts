@@ -1,4 +1,5 @@
 import fs from "node:fs";
+import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
@@ -56,4 +57,29 @@ export function listPackageFiles(relative: string): string[] {
 export function packageFileUrl(relative: string): URL | undefined {
   const file = path.join(packageRoot(), ...relative.split("/"));
   return fs.existsSync(file) ? pathToFileURL(file) : undefined;
+}
+
+/**
+ * The exports of one of the compiler's own CommonJS modules, by POSIX path relative to the package
+ * root, when it exists (the precompiled JSON Schema validators of `dist/validators`, which require
+ * ajv's run-time helpers from the package's dependencies); undefined when the file is absent.
+ */
+export function requirePackageFile(relative: string): unknown {
+  const file = path.join(packageRoot(), ...relative.split("/"));
+  return fs.existsSync(file) ? createRequire(file)(file) : undefined;
+}
+
+/** The `version` of one of the compiler's dependencies, from its installed package.json. */
+export function dependencyVersion(name: string): string {
+  const file = createRequire(import.meta.url).resolve(`${name}/package.json`);
+  return (JSON.parse(fs.readFileSync(file, "utf8")) as { version: string }).version;
+}
+
+/**
+ * One of the compiler's dependencies by module specifier, loaded (CommonJS `require`) when first
+ * needed instead of at start-up: ajv, whose compiler a run with current precompiled validators
+ * never loads.
+ */
+export function requireDependency(specifier: string): unknown {
+  return createRequire(import.meta.url)(specifier);
 }

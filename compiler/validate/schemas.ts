@@ -1,12 +1,11 @@
-import { readPackageFile } from "../support/package-root.js";
-import AjvModule, { type ErrorObject, type ValidateFunction } from "ajv";
+import type { ErrorObject, ValidateFunction } from "ajv";
+import { MANIFEST_SCHEMAS } from "../discover/manifestSchema.js";
+import { schemaSetFiles, schemaValidators, type SchemaSet } from "../support/schemaValidators.js";
 
 /**
- * The versioned JSON Schemas of the contract format (compiler/schemas/v1), compiled once with ajv.
+ * The versioned JSON Schemas of the contract format (compiler/schemas/v1), checked with ajv.
  * `x-expected` is our own annotation: the words a pattern error shows instead of the regex.
  */
-// Schemas are read from the sources (compiler/schemas), also when running from dist/.
-const Ajv = AjvModule as unknown as typeof AjvModule.default;
 
 /** A document kind with a schema; `DataContract` is an ODCS v3 document, checked before it is read (docs/odcs.md). */
 export type SchemaKind = "IngestionContract" | "TransformContract" | "ExternalAssets" | "OrchestrationConfig" | "DataContract";
@@ -19,33 +18,36 @@ const FILES: Record<SchemaKind, string> = {
   DataContract: "odcs-contract",
 };
 
-let ajv: InstanceType<typeof Ajv> | undefined;
-const compiled = new Map<SchemaKind, ValidateFunction>();
+/**
+ * The contract schemas with their ajv options: every error (`allErrors`) with its schema and data
+ * (`verbose`, read by mapSchemaErrors), strict mode, OpenAPI's `discriminator`, union types, and
+ * `x-expected`; `common.schema.json` holds the definitions the others `$ref`.
+ */
+export const CONTRACT_SCHEMAS: SchemaSet = {
+  name: "contracts",
+  dialect: "draft-07",
+  options: { allErrors: true, verbose: true, strict: true, discriminator: true, allowUnionTypes: true },
+  keywords: [{ keyword: "x-expected", schemaType: "string" }],
+  shared: ["compiler/schemas/v1/common.schema.json"],
+  validators: Object.fromEntries(Object.entries(FILES).map(([kind, name]) => [kind, `compiler/schemas/v1/${name}.schema.json`])),
+};
 
-/** The package files of every schema a validator is compiled from (POSIX, package-relative): what the cache's fingerprint covers. */
-export const SCHEMA_FILES: readonly string[] = ["common", ...Object.values(FILES)].map((name) => `compiler/schemas/v1/${name}.schema.json`);
+/** Every set of schemas the compiler validates with, as `scripts/build-validators.mjs` precompiles them into `dist/validators` (ADR 0017l). */
+export const SCHEMA_SETS: readonly SchemaSet[] = [CONTRACT_SCHEMAS, ...Object.values(MANIFEST_SCHEMAS)];
 
-function schemaJson(name: string): object {
-  return JSON.parse(readPackageFile(`compiler/schemas/v1/${name}.schema.json`)) as object;
-}
+/** The package files of every schema a validator is made from (POSIX, package-relative): what the cache's fingerprint covers. */
+export const SCHEMA_FILES: readonly string[] = schemaSetFiles(CONTRACT_SCHEMAS);
+
+const validators = schemaValidators(CONTRACT_SCHEMAS);
 
 /**
- * The ajv validator of one document kind, compiled on first use of that kind, then cached: a
- * compile whose documents all come with their verdict from the incremental cache but one (an
- * edited contract) compiles one schema, not five.
+ * The ajv validator of one document kind: precompiled at build time (`dist/validators/contracts.cjs`)
+ * when that module was generated from the schemas installed now, else compiled on first use of the
+ * kind, then cached (a compile whose documents all come with their verdict from the incremental
+ * cache but one compiles one schema, not five). Either way the same validation and error objects.
  */
 export function validatorFor(kind: SchemaKind): ValidateFunction {
-  let validate = compiled.get(kind);
-  if (!validate) {
-    if (!ajv) {
-      ajv = new Ajv({ allErrors: true, verbose: true, strict: true, discriminator: true, allowUnionTypes: true });
-      ajv.addKeyword({ keyword: "x-expected", schemaType: "string" });
-      ajv.addSchema(schemaJson("common"));
-    }
-    validate = ajv.compile(schemaJson(FILES[kind]));
-    compiled.set(kind, validate);
-  }
-  return validate;
+  return validators(kind);
 }
 
 export type { ErrorObject };

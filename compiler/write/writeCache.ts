@@ -2,6 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { createDiagnostic, Diagnostics } from "../diagnostics/catalogue.js";
 import type { Diagnostic, StageResult } from "../diagnostics/diagnostic.js";
+import { compareStrings } from "../support/compare.js";
 
 /** What {@link writeCacheEntries} did. */
 export interface CacheWriteReport {
@@ -40,16 +41,124 @@ function makePlainFolder(root: string, folder: string): void {
   }
 }
 
+/** One compile's writing of the incremental cache's entries, fed one entry at a time ({@link openCacheWrite}). */
+export interface CacheWrite {
+  /**
+   * Writes one new entry at once (temporary file, then rename), so its bytes need not be held
+   * until the compile ends. A failure is recorded for {@link CacheWrite.finish}'s note; never throws.
+   */
+  add(key: string, bytes: Uint8Array): void;
+  /**
+   * Removes every `.bin` entry of the folder whose key is neither written by this session nor in
+   * `keep`, and reports what was done: one CA9950 note for every failure of the session, naming
+   * the first (the folder's, else the first entry in path order, so the note is the same whatever
+   * order the entries came in). Never throws; call once, after the last `add`.
+   */
+  finish(keep: ReadonlySet<string>): StageResult<CacheWriteReport>;
+}
+
+const reasonOf = (error: unknown): string => (error as NodeJS.ErrnoException).code ?? (error instanceof Error ? error.message : String(error));
+
 /**
- * Writes the incremental cache's new entries into `<top>/<folder>/<key>.bin` (project-relative;
- * ADR 0017c) and removes every `.bin` entry of that folder whose key is neither written nor in
- * `keep`, so the cache holds what the last compile used and never grows with edits. Each entry is
- * written to a temporary file and renamed over its name, so a reader sees a whole entry or none;
- * `top` gets a `.gitignore` of `*` and a `CACHEDIR.TAG`.
+ * Opens the writing of the incremental cache's entries into `<top>/<folder>/<key>.bin`
+ * (project-relative; ADR 0017c, ADR 0017m). The folder (never through a symbolic link), the
+ * `.gitignore` of `*` and the `CACHEDIR.TAG` of `top` are made at the first `add`, or by `finish`
+ * when nothing was added. Each entry is written to a temporary file and renamed over its name, so
+ * a reader sees a whole entry or none; `finish` prunes what this compile did not use, so the cache
+ * holds what the last compile used and never grows with edits.
  *
- * A cache that cannot be written costs the next compile time, nothing else: one CA9950 note names
- * the first entry (or the folder) that could not be written, with the count of the others; an
- * entry that fails does not stop the rest. Never throws.
+ * A cache that cannot be written costs the next compile time, nothing else: a folder that cannot
+ * be made stops every entry (each later `add` drops its bytes); an entry that fails does not stop
+ * the rest.
+ */
+export function openCacheWrite(root: string, top: string, folder: string): CacheWrite {
+  const dir = path.join(root, folder);
+  const report: CacheWriteReport = { written: 0, removed: 0 };
+  const failures: Array<{ path: string; reason: string }> = [];
+  const written = new Set<string>();
+  let folderState: "unmade" | "made" | { reason: string } = "unmade";
+  let finished = false;
+  const makeFolder = (): boolean => {
+    if (folderState === "unmade") {
+      try {
+        makePlainFolder(root, folder);
+        for (const [name, text] of [[".gitignore", SELF_IGNORE], ["CACHEDIR.TAG", CACHEDIR_TAG]] as const) {
+          const file = path.join(root, top, name);
+          // Anything already there (a dangling link too) is left alone; `wx` never follows one.
+          if (!fs.lstatSync(file, { throwIfNoEntry: false })) fs.writeFileSync(file, text, { flag: "wx" });
+        }
+        folderState = "made";
+      } catch (error) {
+        folderState = { reason: reasonOf(error) };
+      }
+    }
+    return folderState === "made";
+  };
+  return {
+    add(key, bytes) {
+      if (finished) throw new Error("openCacheWrite: add after finish");
+      // Counted once a key is written, as a map of entries would hold it once.
+      written.add(key);
+      if (!makeFolder()) return;
+      const target = path.join(dir, `${key}.bin`);
+      const temporary = `${target}.${process.pid}.${temporaries++}.tmp`;
+      try {
+        fs.writeFileSync(temporary, bytes);
+        fs.renameSync(temporary, target);
+        report.written++;
+      } catch (error) {
+        fs.rmSync(temporary, { force: true });
+        failures.push({ path: `${folder}/${key}.bin`, reason: reasonOf(error) });
+      }
+    },
+    finish(keep) {
+      if (finished) throw new Error("openCacheWrite: finish called twice");
+      finished = true;
+      const diagnostics: Diagnostic[] = [];
+      if (!makeFolder()) {
+        const reason = typeof folderState === "object" ? folderState.reason : "unknown";
+        diagnostics.push(createDiagnostic(Diagnostics.CacheNotWritten, { path: folder, reason, others: 0 }, { file: folder, line: 1, column: 1 }));
+        return { value: report, diagnostics };
+      }
+      // Sort for determinism: entries arrive in the order worker threads finish their files.
+      failures.sort((a, b) => compareStrings(a.path, b.path));
+      let names: string[] = [];
+      try {
+        names = fs.readdirSync(dir);
+      } catch (error) {
+        failures.push({ path: folder, reason: reasonOf(error) });
+      }
+      const now = Date.now();
+      // Only files named as this cache names them are removed, each on its own: one that cannot be
+      // removed (a folder in its place) does not keep the others.
+      for (const name of names) {
+        const file = path.join(dir, name);
+        try {
+          const entry = ENTRY_NAME.exec(name);
+          const stat = entry || TEMPORARY_NAME.test(name) ? fs.lstatSync(file, { throwIfNoEntry: false }) : undefined;
+          if (!stat?.isFile()) continue;
+          if (entry) {
+            if (keep.has(entry[1]!) || written.has(entry[1]!)) continue;
+            fs.rmSync(file, { force: true });
+            report.removed++;
+          } else if (now - stat.mtimeMs > STALE_TEMPORARY_MS) fs.rmSync(file, { force: true });
+        } catch (error) {
+          failures.push({ path: `${folder}/${name}`, reason: reasonOf(error) });
+        }
+      }
+      if (failures.length > 0) {
+        const first = failures[0]!;
+        diagnostics.push(createDiagnostic(Diagnostics.CacheNotWritten, { path: first.path, reason: first.reason, others: failures.length - 1 }, { file: first.path, line: 1, column: 1 }));
+      }
+      return { value: report, diagnostics };
+    },
+  };
+}
+
+/**
+ * Writes the incremental cache's new `entries` into `<top>/<folder>/<key>.bin` and removes every
+ * `.bin` entry of that folder whose key is neither written nor in `keep` ({@link openCacheWrite}
+ * fed the whole map, then finished). Never throws.
  */
 export function writeCacheEntries(
   root: string,
@@ -58,62 +167,7 @@ export function writeCacheEntries(
   entries: ReadonlyMap<string, Uint8Array>,
   keep: ReadonlySet<string>,
 ): StageResult<CacheWriteReport> {
-  const diagnostics: Diagnostic[] = [];
-  const report: CacheWriteReport = { written: 0, removed: 0 };
-  const failures: Array<{ path: string; reason: string }> = [];
-  const reasonOf = (error: unknown): string => (error as NodeJS.ErrnoException).code ?? (error instanceof Error ? error.message : String(error));
-  const dir = path.join(root, folder);
-  try {
-    makePlainFolder(root, folder);
-    for (const [name, text] of [[".gitignore", SELF_IGNORE], ["CACHEDIR.TAG", CACHEDIR_TAG]] as const) {
-      const file = path.join(root, top, name);
-      // Anything already there (a dangling link too) is left alone; `wx` never follows one.
-      if (!fs.lstatSync(file, { throwIfNoEntry: false })) fs.writeFileSync(file, text, { flag: "wx" });
-    }
-  } catch (error) {
-    diagnostics.push(createDiagnostic(Diagnostics.CacheNotWritten, { path: folder, reason: reasonOf(error), others: 0 }, { file: folder, line: 1, column: 1 }));
-    return { value: report, diagnostics };
-  }
-  // One entry that cannot be written (something else in its place) does not stop the others.
-  for (const [key, bytes] of entries) {
-    const target = path.join(dir, `${key}.bin`);
-    const temporary = `${target}.${process.pid}.${temporaries++}.tmp`;
-    try {
-      fs.writeFileSync(temporary, bytes);
-      fs.renameSync(temporary, target);
-      report.written++;
-    } catch (error) {
-      fs.rmSync(temporary, { force: true });
-      failures.push({ path: `${folder}/${key}.bin`, reason: reasonOf(error) });
-    }
-  }
-  let names: string[] = [];
-  try {
-    names = fs.readdirSync(dir);
-  } catch (error) {
-    failures.push({ path: folder, reason: reasonOf(error) });
-  }
-  const now = Date.now();
-  // Only files named as this cache names them are removed, each on its own: one that cannot be
-  // removed (a folder in its place) does not keep the others.
-  for (const name of names) {
-    const file = path.join(dir, name);
-    try {
-      const entry = ENTRY_NAME.exec(name);
-      const stat = entry || TEMPORARY_NAME.test(name) ? fs.lstatSync(file, { throwIfNoEntry: false }) : undefined;
-      if (!stat?.isFile()) continue;
-      if (entry) {
-        if (keep.has(entry[1]!) || entries.has(entry[1]!)) continue;
-        fs.rmSync(file, { force: true });
-        report.removed++;
-      } else if (now - stat.mtimeMs > STALE_TEMPORARY_MS) fs.rmSync(file, { force: true });
-    } catch (error) {
-      failures.push({ path: `${folder}/${name}`, reason: reasonOf(error) });
-    }
-  }
-  if (failures.length > 0) {
-    const first = failures[0]!;
-    diagnostics.push(createDiagnostic(Diagnostics.CacheNotWritten, { path: first.path, reason: first.reason, others: failures.length - 1 }, { file: first.path, line: 1, column: 1 }));
-  }
-  return { value: report, diagnostics };
+  const write = openCacheWrite(root, top, folder);
+  for (const [key, bytes] of entries) write.add(key, bytes);
+  return write.finish(keep);
 }

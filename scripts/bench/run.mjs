@@ -48,6 +48,8 @@ const SEED = Number(option("--seed", "20250101"));
 const RUNS = (n) => (QUICK ? 3 : n >= 10000 ? 3 : 5 + (n <= 100 ? 2 : 0));
 const NOOP_RUNS = (n) => (QUICK ? 2 : n >= 10000 ? 3 : 5);
 const EDIT_RUNS = (n) => (QUICK ? 2 : n >= 10000 ? 3 : 5);
+// The first compile of a clone (empty generated/ and cache), which fills the cache.
+const POPULATE_RUNS = (n) => (QUICK ? 1 : 3);
 const VERSION_RUNS = QUICK ? 10 : 15;
 // Measured DagBag fills per variant (after one unmeasured fill that writes __pycache__); dag-factory
 // takes many times longer, so it gets fewer.
@@ -426,11 +428,16 @@ for (const n of SIZES) {
   const root = path.join(work, `corpus-${n}`);
   const gen = path.join(root, "generated");
   const cacheDir = path.join(root, ".contract-assets");
-  fs.rmSync(gen, { recursive: true, force: true });
-  fs.rmSync(cacheDir, { recursive: true, force: true });
-  // The first compile of a clone: cold, and writing the cache.
-  const first = measureNode(BIN, ["compile", "--cache", "--root", root]);
-  if (first.exit !== 0) die(`compile --cache of ${n} exited ${first.exit}:\n${first.stderr.split("\n").slice(-20).join("\n")}`);
+  // The first compile of a clone: cold, and writing the cache (each run from an empty generated/
+  // and cache; the last run's cache is the warm one below).
+  const firsts = [];
+  for (let i = 0; i < POPULATE_RUNS(n); i++) {
+    fs.rmSync(gen, { recursive: true, force: true });
+    fs.rmSync(cacheDir, { recursive: true, force: true });
+    const first = measureNode(BIN, ["compile", "--cache", "--root", root]);
+    if (first.exit !== 0) die(`compile --cache of ${n} exited ${first.exit}:\n${first.stderr.split("\n").slice(-20).join("\n")}`);
+    firsts.push(first);
+  }
   // Sort for determinism.
   const contracts = fg.sync("contracts/**/*.yaml", { cwd: root }).sort();
   const times = [];
@@ -454,8 +461,10 @@ for (const n of SIZES) {
   const coldDigests = digests(gen);
   const differing = [...new Set([...warm.keys(), ...coldDigests.keys()])].filter((f) => warm.get(f) !== coldDigests.get(f));
   const r = {
-    firstWallMs: round(first.wallMs, 1),
-    firstCpuS: round(first.cpuS, 2),
+    firstRuns: firsts.length,
+    firstWallMs: round(median(firsts.map((t) => t.wallMs)), 1),
+    firstCpuS: round(median(firsts.map((t) => t.cpuS)), 2),
+    firstPeakRssMiB: round(median(firsts.map((t) => t.rssKb)) / 1024, 0),
     runs: times.length,
     wallMs: round(median(times.map((t) => t.wallMs)), 1),
     cpuS: round(median(times.map((t) => t.cpuS)), 2),
@@ -467,9 +476,10 @@ for (const n of SIZES) {
   r.vsCold = round(r.wallMs / results.compile[n].compileWallMs);
   r.cpuVsCold = round(r.cpuS / results.compile[n].compileCpuS);
   r.firstVsCold = round(r.firstWallMs / results.compile[n].compileWallMs);
+  r.firstCpuVsCold = round(r.firstCpuS / results.compile[n].compileCpuS);
   results.editOne[n] = r;
   out(
-    `   ${String(n).padStart(6)}  first compile writing the cache ${sec(r.firstWallMs).padStart(8)} (${x(r.firstVsCold)} cold)   ` +
+    `   ${String(n).padStart(6)}  first compile writing the cache ${sec(r.firstWallMs).padStart(8)} (${x(r.firstVsCold)} cold, cpu ${x(r.firstCpuVsCold)}, peak ${r.firstPeakRssMiB} MiB)   ` +
       `edit one ${sec(r.wallMs).padStart(8)} (${x(r.vsCold)}, cpu ${x(r.cpuVsCold)}, peak ${r.peakRssMiB} MiB)   output as cold: ${r.identical ? "identical" : `DIFFERS (${r.differing.join(", ")})`}`,
   );
 }
@@ -478,12 +488,15 @@ for (const n of SIZES) {
   const ok = big >= 10000 ? r.identical && r.vsCold <= TARGETS.editOneVsCold.max : undefined;
   results.targets.editOneVsCold = { ...TARGETS.editOneVsCold, size: big, value: r.vsCold, cpuRatio: r.cpuVsCold, identical: r.identical, pass: r.identical ? ok : false };
   out(`   edit one / cold at ${big}: ${x(r.vsCold)} wall, ${x(r.cpuVsCold)} cpu, output ${r.identical ? "identical" : "DIFFERS"}   target <= 0.2x at 10,000   ${verdict(results.targets.editOneVsCold.pass)}`);
-  // The warm edit-one compile is a compile command too: its peak counts toward the memory target.
+  out(`   first compile writing the cache / cold at ${big}: ${x(r.firstVsCold)} wall, ${x(r.firstCpuVsCold)} cpu (no target: the one compile of a clone)`);
+  // The first compile writing the cache and the warm edit-one compile are compile commands too:
+  // their peaks count toward the memory target.
   const memory = results.targets.peakMemory;
+  memory.peaks.populate = r.firstPeakRssMiB;
   memory.peaks.editOne = r.peakRssMiB;
   memory.value = Math.max(...Object.values(memory.peaks));
   memory.pass = big >= 10000 ? memory.value <= TARGETS.peakMemory.max : undefined;
-  out(`   peak RSS at ${big} with the warm edit-one compile: ${r.peakRssMiB} MiB; of every compile command ${memory.value} MiB   target <= 1024 MiB at 10,000   ${verdict(memory.pass)}`);
+  out(`   peak RSS at ${big} with the first compile writing the cache ${r.firstPeakRssMiB} MiB and the warm edit-one compile ${r.peakRssMiB} MiB; of every compile command ${memory.value} MiB   target <= 1024 MiB at 10,000   ${verdict(memory.pass)}`);
 }
 
 out("\n== manifest size (generated/manifest.json), against the same manifest as manifestVersion 1 wrote it (UTF-8 text as written: canonical, two-space indent, ASCII)");

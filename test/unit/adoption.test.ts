@@ -78,6 +78,8 @@ describe("the compiler as an npm package", () => {
     expect(pkg.private).toBeUndefined();
     expect(pkg.bin).toEqual({ "contract-assets": "bin/contract-assets.js" });
     expect(packed).toContain("dist/compiler/cli.js");
+    // The precompiled JSON Schema validators (ADR 0017l), so the installed compiler does not compile schemas.
+    for (const set of ["contracts", "manifest-v1", "manifest-v2"]) expect(packed).toContain(`dist/validators/${set}.cjs`);
     expect(packed).toContain("bin/contract-assets.js");
     for (const schema of fs.readdirSync(path.join(REPO, "compiler", "schemas", "v1"))) expect(packed).toContain(`compiler/schemas/v1/${schema}`);
     expect(packed).toContain("compiler/schemas/manifest/v1.schema.json");

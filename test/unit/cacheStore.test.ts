@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { usesCache } from "../../compiler/cli.js";
 import { readCacheEntries } from "../../compiler/discover/readCache.js";
 import { CACHE_FORMAT, CACHE_MAGIC, cacheKey, decodeCacheEntry, encodeCacheEntry } from "../../compiler/support/cacheEntry.js";
-import { writeCacheEntries } from "../../compiler/write/writeCache.js";
+import { openCacheWrite, writeCacheEntries } from "../../compiler/write/writeCache.js";
 
 // The incremental cache's store (ADR 0017c): entry bytes, reading and writing them. The cache in a
 // compile is tested in test/property/incrementalCache.test.ts.
@@ -151,6 +151,28 @@ describe("the cache folder", () => {
     expect(fs.existsSync(target)).toBe(false);
   });
 
+  it("is written entry by entry as a compile makes them, and names the first failure in path order whatever order they came in", () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), "ca-cache-"));
+    writeCacheEntries(root, top, folder, new Map([[D, bytes("D")]]), new Set());
+    const write = openCacheWrite(root, top, folder);
+    // Nothing is held for the end: each entry is on the disk once added (ADR 0017m).
+    write.add(B, bytes("B"));
+    expect(fs.readFileSync(path.join(root, folder, `${B}.bin`), "utf8")).toBe("B");
+    expect(fs.readdirSync(path.join(root, folder)).sort()).toEqual([`${B}.bin`, `${D}.bin`]);
+    // Folders where C's and A's entries go: added C first, A is named (path order), with one more.
+    fs.mkdirSync(path.join(root, folder, `${C}.bin`));
+    fs.mkdirSync(path.join(root, folder, `${A}.bin`));
+    write.add(C, bytes("C"));
+    write.add(A, bytes("A"));
+    const finished = write.finish(new Set());
+    // D was not used by this compile: removed; the folders in the way are not entries.
+    expect(finished.value).toEqual({ written: 1, removed: 1 });
+    expect(finished.diagnostics.map((d) => [d.code, d.location?.file])).toEqual([["CA9950", `${folder}/${A}.bin`]]);
+    expect(finished.diagnostics[0]!.message).toMatch(/\(and 1 more\)/);
+    expect(fs.readdirSync(path.join(root, folder)).filter((f) => !f.endsWith(".tmp")).sort()).toEqual([`${A}.bin`, `${B}.bin`, `${C}.bin`]);
+    expect(() => write.add(D, bytes("D"))).toThrow(/after finish/);
+  });
+
   it("that cannot be written is one CA9950 note, never a throw", () => {
     const root = fs.mkdtempSync(path.join(os.tmpdir(), "ca-cache-"));
     fs.writeFileSync(path.join(root, ".contract-assets"), "a file where the folder goes\n");
@@ -158,6 +180,11 @@ describe("the cache folder", () => {
     expect(result.value.written).toBe(0);
     expect(result.diagnostics.map((d) => [d.code, d.severity, d.location?.file])).toEqual([["CA9950", "info", folder]]);
     expect(result.diagnostics[0]!.message).toMatch(/^cannot write the incremental cache.s ".contract-assets\/cache\/parse": (ENOTDIR|EEXIST)/);
+    // Fed one at a time: the folder is tried once, every entry dropped, the same one note.
+    const write = openCacheWrite(root, top, folder);
+    write.add(A, bytes("A"));
+    write.add(B, bytes("B"));
+    expect(write.finish(new Set()).diagnostics.map((d) => [d.code, d.location?.file, d.message.includes("more")])).toEqual([["CA9950", folder, false]]);
   });
 });
 
