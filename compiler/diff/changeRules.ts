@@ -94,6 +94,13 @@ export interface ChangeRule {
    * something when a state is compared with itself (a consumer of a retired asset breaks whether or
    * not anything changed). Every other rule compares a before with an after and finds nothing then:
    * `diffManifests` runs only the rules marked so when both states are one object (ADR 0017g).
+   *
+   * The same holds record by record (ADR 0017k): the previous state read against the current one
+   * holds the current manifest's own object for each record whose text did not change, and a rule
+   * that compares an asset's record before with its record after finds nothing in a pair that is
+   * one object. Such a rule visits only {@link changedPairs} (or {@link producerChangedPairs} when
+   * it reads the producer's DAG too); a rule marked `inOneState`, and a rule that reads names in one
+   * state and not the other or the readers of an asset, visits everything it did.
    */
   inOneState?: true;
   detect: (context: DiffContext, earlier: readonly Change[]) => Finding[];
@@ -107,19 +114,47 @@ type Upstream = RuntimeUpstream;
 const same = (a: unknown, b: unknown): boolean => a === b || canonicalJson(a ?? null) === canonicalJson(b ?? null);
 const q = JSON.stringify;
 
-/** Assets present in both states (by name), in name order. */
-function kept(context: DiffContext): Array<[ManifestAsset, ManifestAsset]> {
-  const out: Array<[ManifestAsset, ManifestAsset]> = [];
+/** A value computed once per diff (per context), for the rules that each ask for it. */
+function perDiff<T>(build: (context: DiffContext) => T): (context: DiffContext) => T {
+  const cache = new WeakMap<DiffContext, T>();
+  return (context) => {
+    let value = cache.get(context);
+    if (value === undefined) cache.set(context, (value = build(context)));
+    return value;
+  };
+}
+
+type Pair = readonly [ManifestAsset, ManifestAsset];
+
+/** Assets present in both states (by name), in the previous state's order. */
+const kept = perDiff((context): readonly Pair[] => {
+  const out: Pair[] = [];
   for (const [name, before] of context.before) {
     const after = context.after.get(name);
     if (after) out.push([before, after]);
   }
   return out;
-}
+});
 
-function removedNames(context: DiffContext): string[] {
-  return [...context.before.keys()].filter((n) => !context.after.has(n));
-}
+/**
+ * The pairs of {@link kept} whose two records are not one object, in the same order. A pair that
+ * is one object (a record the previous state took over from the current manifest because its text
+ * did not change, ADR 0017k; or an unresolved asset's previous record standing for it) has every
+ * field equal to itself: a rule that compares the record before with the record after, and reads
+ * nothing else that may change, finds nothing in it and may skip it.
+ */
+export const changedPairs = perDiff((context): readonly Pair[] => kept(context).filter(([b, a]) => b !== a));
+
+/**
+ * The pairs of {@link kept} whose records, or whose producers' DAGs (by the records' `producer`),
+ * are not one object: what a rule that compares an asset's producer before and after must visit
+ * (the asset record may be unchanged while its DAG changed).
+ */
+export const producerChangedPairs = perDiff((context): readonly Pair[] =>
+  kept(context).filter(([b, a]) => b !== a || (b.producer ? context.dagsBefore.get(b.producer) : undefined) !== (a.producer ? context.dagsAfter.get(a.producer) : undefined)),
+);
+
+const removedNames = perDiff((context): readonly string[] => [...context.before.keys()].filter((n) => !context.after.has(n)));
 
 const propertyMaps = new WeakMap<ManifestAsset, ReadonlyMap<string, Property>>();
 
@@ -134,14 +169,25 @@ function upstreamsOf(dag: DagPlan | undefined): Upstream[] {
   return dag?.runtime.upstreams ?? [];
 }
 
-/** Current consumers (dag_ids) of an asset name, with their upstream entry. */
-export function consumersOf(context: DiffContext, asset: string): Array<{ dag: DagPlan; upstream: Upstream }> {
-  const out: Array<{ dag: DagPlan; upstream: Upstream }> = [];
+/** Current consumers of each asset name: each DAG of the current state with its first upstream entry of that name, sorted by dag_id. */
+const consumerIndex = perDiff((context): ReadonlyMap<string, ReadonlyArray<{ dag: DagPlan; upstream: Upstream }>> => {
+  const index = new Map<string, Array<{ dag: DagPlan; upstream: Upstream }>>();
   for (const dag of context.dagsAfter.values()) {
-    const upstream = upstreamsOf(dag).find((u) => u.asset === asset);
-    if (upstream) out.push({ dag, upstream });
+    for (const upstream of upstreamsOf(dag)) {
+      const list = index.get(upstream.asset);
+      // A DAG's first upstream entry of a name stands for it (a later one is already listed, last).
+      if (!list) index.set(upstream.asset, [{ dag, upstream }]);
+      else if (list[list.length - 1]!.dag !== dag) list.push({ dag, upstream });
+    }
   }
-  return out.sort((a, b) => compareStrings(a.dag.dag_id, b.dag.dag_id));
+  // Sort for determinism.
+  for (const list of index.values()) list.sort((a, b) => compareStrings(a.dag.dag_id, b.dag.dag_id));
+  return index;
+});
+
+/** Current consumers (dag_ids) of an asset name, with their upstream entry (its first in the DAG's upstreams), sorted by dag_id. */
+export function consumersOf(context: DiffContext, asset: string): Array<{ dag: DagPlan; upstream: Upstream }> {
+  return [...(consumerIndex(context).get(asset) ?? [])];
 }
 
 function extraWithout(extra: Record<string, unknown>, keys: string[]): Record<string, unknown> {
@@ -287,16 +333,7 @@ interface ContractVersions {
  * Output sorted by contract id.
  */
 function contractsWithChanges(c: DiffContext, earlier: readonly Change[]): ContractVersions[] {
-  const versions = (assets: Iterable<ManifestAsset>): Map<string, { version: unknown; status: string }> => {
-    const out = new Map<string, { version: unknown; status: string }>();
-    for (const a of assets) {
-      const id = contractOf(a);
-      if (id && !a.external && !out.has(id)) out.set(id, { version: a.extra.contract_version, status: a.status });
-    }
-    return out;
-  };
-  const before = versions(c.before.values());
-  const after = versions(c.after.values());
+  const { before, after } = contractVersions(c);
   const byContract = new Map<string, Change[]>();
   const asset = (rule: string): boolean => CHANGE_RULES.find((r) => r.id === rule)?.about === "asset";
   for (const change of earlier) {
@@ -306,8 +343,11 @@ function contractsWithChanges(c: DiffContext, earlier: readonly Change[]): Contr
     if (id) byContract.set(id, [...(byContract.get(id) ?? []), change]);
   }
   const out: ContractVersions[] = [];
+  // Only a contract with changes or whose version changed can give a version rule's finding (each
+  // rule needs breaking or additive changes, or another version); the others are left out here.
+  const concerned = [...after.keys()].filter((id) => byContract.has(id) || (before.has(id) && before.get(id)!.version !== after.get(id)!.version));
   // Sort for determinism.
-  for (const id of [...after.keys()].sort(compareStrings)) {
+  for (const id of concerned.sort(compareStrings)) {
     const b = before.get(id);
     const a = after.get(id)!;
     if (!b || b.status === "draft") continue;
@@ -318,6 +358,19 @@ function contractsWithChanges(c: DiffContext, earlier: readonly Change[]): Contr
   }
   return out;
 }
+
+/** Each producing contract's version and status in each state (from its first asset there, as each state's assets come). */
+const contractVersions = perDiff((c) => {
+  const versions = (assets: Iterable<ManifestAsset>): Map<string, { version: unknown; status: string }> => {
+    const out = new Map<string, { version: unknown; status: string }>();
+    for (const a of assets) {
+      const id = contractOf(a);
+      if (id && !a.external && !out.has(id)) out.set(id, { version: a.extra.contract_version, status: a.status });
+    }
+    return out;
+  };
+  return { before: versions(c.before.values()), after: versions(c.after.values()) };
+});
 
 /** The first asset the given changes concern (the report groups the version rule under it). */
 function firstAsset(v: ContractVersions, c: DiffContext, changes: readonly Change[]): string {
@@ -344,44 +397,70 @@ const breakingOf = (v: ContractVersions): Change[] => v.changes.filter((x) => x.
 const additiveOf = (v: ContractVersions): Change[] => v.changes.filter((x) => CHANGE_RULES.find((r) => r.id === x.rule)?.additive === true && x.category !== "breaking");
 
 /** Every change rule, in report order within an asset. Add a rule here, with a golden case. */
+/** The declared external assets of the current state, by name: the assets EXTERNAL_ASSET_UNREAD asks the readers of. */
+const declaredExternals = perDiff((c): ReadonlySet<string> => new Set([...c.after.values()].filter((a) => isDeclaredExternal(c.current, a)).map((a) => a.name)));
+
+/** Per state, the readers of each declared external asset (of {@link declaredExternals}), one pass over that state's edges and DAGs. */
+const readerIndex = (state: "previous" | "current"): ((c: DiffContext) => ReadonlyMap<string, ReadonlySet<string>>) =>
+  perDiff((c) => {
+    const names = declaredExternals(c);
+    const out = new Map<string, Set<string>>();
+    const add = (asset: string, reader: string): void => {
+      if (!names.has(asset)) return;
+      const readers = out.get(asset);
+      if (readers) readers.add(reader);
+      else out.set(asset, new Set([reader]));
+    };
+    for (const e of c[state].edges) add(e.from, e.via);
+    for (const d of (state === "current" ? c.dagsAfter : c.dagsBefore).values()) for (const inlet of d.inlets) add(inlet, d.dag_id);
+    return out;
+  });
+const readersBefore = readerIndex("previous");
+const readersAfter = readerIndex("current");
+
 /**
- * The contracts that read an asset in one state: the `via` of its edges (every contract that is
- * not retired, drafts included) and the DAGs that list it as an inlet (also those kept for a file
- * that failed validation). Sorted.
+ * The contracts that read a declared external asset (one of {@link declaredExternals}) in one
+ * state: the `via` of its edges (every contract that is not retired, drafts included) and the DAGs
+ * that list it as an inlet (also those kept for a file that failed validation). Sorted.
  */
-function readersIn(manifest: Manifest, dags: ReadonlyMap<string, DagPlan>, asset: string): string[] {
-  const readers = new Set(indexOf(edgeReaders, manifest, edgeReadersOf).get(asset));
-  for (const dagId of indexOf(inletReaders, dags, inletReadersOf).get(asset) ?? []) readers.add(dagId);
+function readersIn(c: DiffContext, state: "previous" | "current", asset: string): string[] {
   // Sort for determinism.
-  return [...readers].sort(compareStrings);
+  return [...((state === "current" ? readersAfter : readersBefore)(c).get(asset) ?? [])].sort(compareStrings);
 }
 
-// Indexes over one state, built at the first question (a rule asks for every external asset).
-const edgeReaders = new WeakMap<object, Map<string, string[]>>();
-const inletReaders = new WeakMap<object, Map<string, string[]>>();
+// Indexes over one state, built at the first question.
 const declaringContracts = new WeakMap<object, Set<string>>();
 function indexOf<K extends object, V>(cache: WeakMap<object, V>, key: K, build: (key: K) => V): V {
   let value = cache.get(key);
   if (value === undefined) cache.set(key, (value = build(key)));
   return value;
 }
-function groupBy(pairs: Iterable<[string, string]>): Map<string, string[]> {
-  const out = new Map<string, string[]>();
-  for (const [k, v] of pairs) {
-    const list = out.get(k);
-    if (list) list.push(v);
-    else out.set(k, [v]);
-  }
-  return out;
-}
-const edgeReadersOf = (manifest: Manifest): Map<string, string[]> => groupBy(manifest.edges.map((e): [string, string] => [e.from, e.via]));
-const inletReadersOf = (dags: ReadonlyMap<string, DagPlan>): Map<string, string[]> => groupBy([...dags.values()].flatMap((d) => d.inlets.map((i): [string, string] => [i, d.dag_id])));
 
 /** Whether an asset is declared by a `kind: ExternalAssets` document (not an ingestion source). */
 function isDeclaredExternal(manifest: Manifest, asset: ManifestAsset): boolean {
   return asset.external && !indexOf(declaringContracts, manifest, (m) => new Set(m.assets.filter((a) => !a.external).map((a) => a.contract))).has(asset.contract);
 }
 
+/*
+ * Which pairs each rule visits (ADR 0017k). A pair of one object (the previous state's record taken
+ * over from the current manifest, its text unchanged) cannot differ from itself:
+ * - `changedPairs`: every rule that compares an asset's record before with its record after and
+ *   nothing else that may change: the consumer pin rules (schema versions, removed or narrowed
+ *   properties: nothing is removed or narrowed in one object), ASSET_RETIRED, ASSET_URI_CHANGED,
+ *   ASSET_GROUP_CHANGED, the PROPERTY_*, QUALITY_RULE_* rules, FRESHNESS_CHANGED, OWNER_CHANGED and
+ *   EXTRA_CHANGED. CONSUMER_RULE_NAMES_REMOVED_PROPERTY reads the consumers' queries only for a
+ *   property removed from the record, so only for a changed pair too.
+ * - `producerChangedPairs`: SCHEDULE_CHANGED and UPSTREAMS_CHANGED read the producer's DAG in each
+ *   state, which may change while the asset's record does not; they skip a pair only when both the
+ *   records and the DAGs are one object each.
+ * - everything, as before: CONSUMER_UPSTREAM_RETIRED (`inOneState`: reads the current state
+ *   alone); the rules about names in one state and not the other (removed, renamed, probably
+ *   renamed, added: a name, not a record); EXTERNAL_ASSET_UNREAD (an external asset's record may be
+ *   one object while its readers, other contracts' edges and DAGs, changed); and the VERSION_*
+ *   rules, which read the asset rules' findings and each contract's version in each state (they
+ *   leave out, in `contractsWithChanges`, only the contracts with no finding and the same version,
+ *   about which none of them can say anything).
+ */
 export const CHANGE_RULES: readonly ChangeRule[] = [
   {
     id: "CONSUMER_UPSTREAM_REMOVED",
@@ -434,7 +513,7 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
     category: "breaking",
     about: "consumer",
     detect: (c) =>
-      kept(c)
+      changedPairs(c)
         .filter(([b, a]) => b.schema && a.schema && b.schema.version !== a.schema.version)
         .flatMap(([b, a]) => {
           const consumers = consumersOf(c, a.name)
@@ -455,7 +534,7 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
     // names: only a query that reads the upstream's table (its Asset name, as SQL producers and
     // rules name published tables) and names the property reads the upstream's property.
     detect: (c) =>
-      kept(c).flatMap(([b, a]) => {
+      changedPairs(c).flatMap(([b, a]) => {
         const gone = [...propertiesOf(b).keys()].filter((p) => !propertiesOf(a).has(p));
         const table = new RegExp(`(^|[^A-Za-z0-9_."])"?${escapeRegExp(a.name).replace("\\.", '"?\\."?')}"?($|[^A-Za-z0-9_])`, "i");
         return gone.flatMap((property) => {
@@ -478,7 +557,7 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
     // The pin is the consumer's promise to read exactly that schema: a breaking change under the
     // same version breaks it silently (a new version would be CONSUMER_PIN_MISMATCH).
     detect: (c) =>
-      kept(c)
+      changedPairs(c)
         .filter(([b, a]) => b.schema && a.schema && b.schema.version === a.schema.version)
         .flatMap(([b, a]) => {
           const breaks = breakingPropertyChanges(b, a);
@@ -539,7 +618,7 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
     category: "breaking",
     about: "asset",
     detect: (c) =>
-      kept(c)
+      changedPairs(c)
         .filter(([b, a]) => a.status === "retired" && b.status !== "retired")
         .map(([b, a]) => ({ asset: a.name, field: "status", before: b.status, after: a.status, message: `${q(a.name)} is retired` })),
   },
@@ -551,9 +630,9 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
     about: "asset",
     detect: (c) =>
       [...c.after.values()].flatMap((a) => {
-        if (!isDeclaredExternal(c.current, a) || readersIn(c.current, c.dagsAfter, a.name).length > 0) return [];
+        if (!declaredExternals(c).has(a.name) || readersIn(c, "current", a.name).length > 0) return [];
         if (!c.before.has(a.name)) return [{ asset: a.name, field: "readers", after: [], message: `the external asset ${q(a.name)} is added, and no contract reads it` }];
-        const before = readersIn(c.previous, c.dagsBefore, a.name);
+        const before = readersIn(c, "previous", a.name);
         if (before.length === 0) return [];
         return [{ asset: a.name, field: "readers", before, after: [], message: `no contract reads the external asset ${q(a.name)} any more (${before.map((x) => q(x)).join(", ")} did)` }];
       }),
@@ -574,7 +653,7 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
     category: "non-breaking",
     about: "asset",
     detect: (c) =>
-      kept(c)
+      changedPairs(c)
         .filter(([b, a]) => b.uri !== a.uri)
         .map(([b, a]) => ({ asset: a.name, field: "uri", before: b.uri, after: a.uri, message: `the uri of ${q(a.name)} changed from ${q(b.uri)} to ${q(a.uri)}` })),
   },
@@ -585,7 +664,7 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
     category: "metadata-only",
     about: "asset",
     detect: (c) =>
-      kept(c)
+      changedPairs(c)
         .filter(([b, a]) => b.group !== a.group)
         .map(([b, a]) => ({ asset: a.name, field: "group", before: b.group, after: a.group, message: `the group of ${q(a.name)} changed from ${q(b.group)} to ${q(a.group)}` })),
   },
@@ -596,7 +675,7 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
     category: "non-breaking",
     about: "asset",
     detect: (c) =>
-      kept(c).flatMap(([b, a]) => {
+      producerChangedPairs(c).flatMap(([b, a]) => {
         const before = b.producer ? c.dagsBefore.get(b.producer)?.schedule : undefined;
         const after = a.producer ? c.dagsAfter.get(a.producer)?.schedule : undefined;
         return before && after && !same(before, after) ? [{ asset: a.name, field: "schedule", before, after, message: `the schedule of the DAG ${q(a.producer!)}, which produces ${q(a.name)}, changed` }] : [];
@@ -609,7 +688,7 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
     category: "non-breaking",
     about: "asset",
     detect: (c) =>
-      kept(c).flatMap(([b, a]) => {
+      producerChangedPairs(c).flatMap(([b, a]) => {
         const names = (d: DagPlan | undefined): string[] => upstreamsOf(d).map((u) => u.asset).sort(compareStrings);
         const before = names(b.producer ? c.dagsBefore.get(b.producer) : undefined);
         const after = names(a.producer ? c.dagsAfter.get(a.producer) : undefined);
@@ -627,7 +706,7 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
     category: "breaking",
     about: "asset",
     detect: (c) =>
-      kept(c).flatMap(([b, a]) =>
+      changedPairs(c).flatMap(([b, a]) =>
         [...propertiesOf(b).keys()].filter((p) => !propertiesOf(a).has(p)).map((p) => ({ asset: a.name, field: `schema.properties.${p}`, message: `the property ${q(p)} of ${q(a.name)} is removed` })),
       ),
   },
@@ -639,7 +718,7 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
     about: "asset",
     additive: true,
     detect: (c) =>
-      kept(c).flatMap(([b, a]) =>
+      changedPairs(c).flatMap(([b, a]) =>
         [...propertiesOf(a).keys()].filter((p) => !propertiesOf(b).has(p)).map((p) => ({ asset: a.name, field: `schema.properties.${p}`, message: `the property ${q(p)} is added to ${q(a.name)}` })),
       ),
   },
@@ -650,7 +729,7 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
     category: "breaking",
     about: "asset",
     detect: (c) =>
-      kept(c).flatMap(([b, a]) =>
+      changedPairs(c).flatMap(([b, a]) =>
         fieldChanges(b, a, ["logicalType", "physicalType"] as const, (x, y) => (x ?? null) !== (y ?? null)).map(({ name, key, before, after }) => {
           const widened = isWidening(key, before, after);
           return {
@@ -671,7 +750,7 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
     category: "non-breaking",
     about: "asset",
     detect: (c) =>
-      kept(c).flatMap(([b, a]) => {
+      changedPairs(c).flatMap(([b, a]) => {
         const after = propertiesOf(a);
         return [...propertiesOf(b)]
           .filter(([name, p]) => after.has(name) && !p.required && after.get(name)!.required === true)
@@ -685,7 +764,7 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
     category: "non-breaking",
     about: "asset",
     detect: (c) =>
-      kept(c).flatMap(([b, a]) => {
+      changedPairs(c).flatMap(([b, a]) => {
         const after = propertiesOf(a);
         return [...propertiesOf(b)]
           .filter(([name, p]) => after.has(name) && p.required === true && !after.get(name)!.required)
@@ -707,7 +786,7 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
     category: "metadata-only",
     about: "asset",
     detect: (c) =>
-      kept(c).flatMap(([b, a]) =>
+      changedPairs(c).flatMap(([b, a]) =>
         fieldChanges(b, a, ["classification", "description", "tags"] as const, (x, y) => !same(x, y)).map(({ name, key, before, after }) => ({
           asset: a.name,
           field: `schema.properties.${name}.${key}`,
@@ -724,7 +803,7 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
     category: "non-breaking",
     about: "asset",
     detect: (c) =>
-      kept(c).flatMap(([b, a]) => {
+      changedPairs(c).flatMap(([b, a]) => {
         const after = qualityByName(a);
         return [...qualityByName(b).keys()].filter((n) => !after.has(n)).map((n) => ({ asset: a.name, field: `quality.${n}`, message: `the quality rule ${q(n)} of ${q(a.name)} is removed` }));
       }),
@@ -736,7 +815,7 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
     category: "non-breaking",
     about: "asset",
     detect: (c) =>
-      kept(c).flatMap(([b, a]) => {
+      changedPairs(c).flatMap(([b, a]) => {
         const after = qualityByName(a);
         return [...qualityByName(b)]
           .filter(([n, r]) => after.has(n) && !same(r, after.get(n)))
@@ -750,7 +829,7 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
     category: "non-breaking",
     about: "asset",
     detect: (c) =>
-      kept(c).flatMap(([b, a]) => {
+      changedPairs(c).flatMap(([b, a]) => {
         const before = qualityByName(b);
         return [...qualityByName(a).keys()].filter((n) => !before.has(n)).map((n) => ({ asset: a.name, field: `quality.${n}`, message: `the quality rule ${q(n)} is added to ${q(a.name)}` }));
       }),
@@ -762,7 +841,7 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
     category: "metadata-only",
     about: "asset",
     detect: (c) =>
-      kept(c)
+      changedPairs(c)
         .filter(([b, a]) => !same(b.extra.freshness, a.extra.freshness))
         .map(([b, a]) => ({ asset: a.name, field: "freshness", before: b.extra.freshness ?? null, after: a.extra.freshness ?? null, message: `the freshness of ${q(a.name)} changed` })),
   },
@@ -773,7 +852,7 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
     category: "metadata-only",
     about: "asset",
     detect: (c) =>
-      kept(c)
+      changedPairs(c)
         .filter(([b, a]) => b.extra.owner !== a.extra.owner)
         .map(([b, a]) => ({ asset: a.name, field: "owner", before: b.extra.owner ?? null, after: a.extra.owner ?? null, message: `the owner of ${q(a.name)} changed from ${q(b.extra.owner ?? null)} to ${q(a.extra.owner ?? null)}` })),
   },
@@ -784,7 +863,7 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
     category: "metadata-only",
     about: "asset",
     detect: (c) =>
-      kept(c).flatMap(([b, a]) => {
+      changedPairs(c).flatMap(([b, a]) => {
         // The contract's version has its own rules (VERSION_*), once per contract.
         const before = extraWithout(b.extra, ["owner", "freshness", "contract_version"]);
         const after = extraWithout(a.extra, ["owner", "freshness", "contract_version"]);

@@ -48,14 +48,20 @@ interface ReadGraph {
   produces: Map<string, string[]>;
 }
 
+function append(map: Map<string, string[]>, key: string, value: string): void {
+  const list = map.get(key);
+  if (list) list.push(value);
+  else map.set(key, [value]);
+}
+
 function readGraphOf(context: DiffContext): ReadGraph {
   const readers = new Map<string, string[]>();
   const produces = new Map<string, string[]>();
   for (const dag of context.dagsAfter.values()) {
     const upstreams = dag.runtime.upstreams.map((u) => u.asset);
-    for (const asset of new Set(upstreams)) readers.set(asset, [...(readers.get(asset) ?? []), dag.dag_id]);
+    for (const asset of new Set(upstreams)) append(readers, asset, dag.dag_id);
   }
-  for (const a of context.after.values()) if (a.producer) produces.set(a.producer, [...(produces.get(a.producer) ?? []), a.name]);
+  for (const a of context.after.values()) if (a.producer) append(produces, a.producer, a.name);
   // Sort for determinism.
   for (const list of readers.values()) list.sort(compareStrings);
   return { readers, produces };
@@ -100,7 +106,8 @@ function planOf(context: DiffContext, changes: Change[]): ManifestDiff["plan"] {
     if (!m.has(k)) m.set(k, new Set());
     for (const x of v) m.get(k)!.add(x);
   };
-  const graph = readGraphOf(context);
+  // Built at the first data change: a diff of metadata changes alone reads no graph.
+  let graph: ReadGraph | undefined;
   const cache = new Map<string, ReturnType<typeof downstreamOf>>();
   for (const change of changes) {
     // The plan is what producers changed: consumers that break are downstream, and a contract's
@@ -108,7 +115,7 @@ function planOf(context: DiffContext, changes: Change[]): ManifestDiff["plan"] {
     if (about.get(change.rule) !== "asset") continue;
     byAsset.set(change.asset, [...(byAsset.get(change.asset) ?? []), change]);
     if (change.category === "metadata-only") continue;
-    if (!cache.has(change.asset)) cache.set(change.asset, downstreamOf(graph, change.asset));
+    if (!cache.has(change.asset)) cache.set(change.asset, downstreamOf((graph ??= readGraphOf(context)), change.asset));
     const d = cache.get(change.asset)!;
     if (d.direct.length || d.indirect.size) change.downstream = { direct: d.direct, indirect: [...d.indirect.keys()].sort(compareStrings) };
     for (const dagId of d.direct) {
@@ -195,25 +202,34 @@ export function diffManifests(previous: Manifest, current: Manifest, unresolved:
  */
 export function breakingDiagnostics(diff: ManifestDiff, project: LinkedProject, previous: Manifest): StageResult<null> {
   const diagnostics: Diagnostic[] = [];
-  const previousAssets = new Map(previous.assets.map((a) => [a.name, a]));
+  let previousAssets: Map<string, Manifest["assets"][number]> | undefined;
+  // Each contract by id, the first of that id as `project.contracts` lists them; built at the first question.
+  let byId: Map<string, LinkedProject["contracts"][number]> | undefined;
+  const contract = (id: string | undefined): LinkedProject["contracts"][number] | undefined => {
+    if (!byId) {
+      byId = new Map();
+      for (const c of project.contracts) if (!byId.has(c.contract.id)) byId.set(c.contract.id, c);
+    }
+    return id === undefined ? undefined : byId.get(id);
+  };
   for (const change of diff.changes) {
     if (change.severity !== "breaking" && change.rule !== "VERSION_ADDITIVE_WITHOUT_MINOR") continue;
     const related: RelatedLocation[] = [];
     const current = project.assets.get(change.asset);
     if (current) related.push({ message: `${JSON.stringify(change.asset)} is declared here`, location: current.location });
     else {
-      const before = previousAssets.get(change.asset);
+      const before = (previousAssets ??= new Map(previous.assets.map((a) => [a.name, a]))).get(change.asset);
       if (before) related.push({ message: `${JSON.stringify(change.asset)} was declared here in the previous manifest`, location: { file: before.contract, line: 1, column: 1 } });
     }
     if (change.rule === "VERSION_BREAKING_WITHOUT_MAJOR" || change.rule === "VERSION_ADDITIVE_WITHOUT_MINOR") {
-      const linked = project.contracts.find((c) => c.contract.id === change.contract);
+      const linked = contract(change.contract);
       if (!linked) continue;
       const entry = change.rule === "VERSION_BREAKING_WITHOUT_MAJOR" ? Diagnostics.BreakingWithoutMajorVersion : Diagnostics.AdditiveWithoutMinorVersion;
       diagnostics.push(createDiagnostic(entry, { message: change.message }, linked.located.source.locate(["version"]), { related, ...(change.fix ? { hint: `set "${change.fix}" to acknowledge it` } : {}) }));
       continue;
     }
     for (const consumer of change.consumers ?? []) {
-      const linked = project.contracts.find((c) => c.contract.id === consumer);
+      const linked = contract(consumer);
       const upstream = linked?.upstreams.find((u) => u.asset === change.asset);
       const location: SourceLocation | undefined = upstream?.location ?? linked?.located.source.locate(["id"]);
       diagnostics.push(createDiagnostic(Diagnostics.BreakingChange, { rule: change.rule, message: change.message }, location, { related }));

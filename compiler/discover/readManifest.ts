@@ -109,7 +109,10 @@ export class AsciiText {
   }
 
   startsWith(search: string, position = 0): boolean {
-    return position + search.length <= this.bytes.length && this.bytes.toString("latin1", position, position + search.length) === search;
+    if (position < 0 || position + search.length > this.bytes.length) return false;
+    // Byte by byte: the searches are a few characters, and a string per question was the cost.
+    for (let i = 0; i < search.length; i++) if (this.bytes[position + i] !== search.charCodeAt(i)) return false;
+    return true;
   }
 
   slice(start = 0, end = this.bytes.length): string {
@@ -120,6 +123,91 @@ export class AsciiText {
   text(): string {
     return this.bytes.toString("latin1");
   }
+
+  /**
+   * How many code units the text from `mine` and `other` from `theirs` have in common, forward
+   * (`backward: false`), or backward from just before those offsets, at most `limit`. Compared
+   * natively a chunk at a time: each chunk of `other` is encoded into one scratch buffer as UTF-8,
+   * which is its code units exactly when the chunk is ASCII (the byte count tells); a chunk that
+   * is not, and the chunk where the two differ, are compared code unit by code unit (a code unit
+   * beyond ASCII never equals an ASCII byte).
+   */
+  common(mine: number, other: string, theirs: number, limit: number, backward: boolean): number {
+    const bytes = this.bytes;
+    let done = 0;
+    while (done < limit) {
+      const size = Math.min(COMPARE_CHUNK, limit - done);
+      // The chunk's first offset in each text.
+      const my = backward ? mine - done - size : mine + done;
+      const their = backward ? theirs - done - size : theirs + done;
+      const written = scratch.write(other.slice(their, their + size), 0, "utf8");
+      if (written === size && scratch.compare(bytes, my, my + size, 0, size) === 0) {
+        done += size;
+        continue;
+      }
+      const stop = done + size;
+      if (backward) while (done < stop && bytes[mine - 1 - done] === other.charCodeAt(theirs - 1 - done)) done++;
+      else while (done < stop && bytes[mine + done] === other.charCodeAt(theirs + done)) done++;
+      if (done < stop) return done;
+    }
+    return done;
+  }
+}
+
+/** Code units compared natively at a time ({@link AsciiText.common}). */
+const COMPARE_CHUNK = 1 << 16;
+/** Room for a chunk encoded as UTF-8 (at most three bytes per UTF-16 code unit). */
+const scratch = Buffer.allocUnsafe(3 * COMPARE_CHUNK);
+
+/** {@link AsciiText.common} for two strings: a chunk at a time (string equality is native), then code unit by code unit where they differ. */
+function commonOfStrings(a: string, mine: number, b: string, theirs: number, limit: number, backward: boolean): number {
+  let done = 0;
+  while (done < limit) {
+    const size = Math.min(COMPARE_CHUNK, limit - done);
+    const my = backward ? mine - done - size : mine + done;
+    const their = backward ? theirs - done - size : theirs + done;
+    if (a.slice(my, my + size) === b.slice(their, their + size)) {
+      done += size;
+      continue;
+    }
+    const stop = done + size;
+    if (backward) while (done < stop && a.charCodeAt(mine - 1 - done) === b.charCodeAt(theirs - 1 - done)) done++;
+    else while (done < stop && a.charCodeAt(mine + done) === b.charCodeAt(theirs + done)) done++;
+    if (done < stop) return done;
+  }
+  return done;
+}
+
+/** `previous[previous, previous + length)` holds the same code units as `current[current, current + length)`. */
+export interface Run {
+  previous: number;
+  current: number;
+  length: number;
+}
+
+/**
+ * Where a previous manifest's text and the current one are the same: both texts are cut at the
+ * same places (`cuts`: offsets in each, increasing, as many in both), and each piece of one is
+ * compared with the same piece of the other from its start and from its end (native compares a
+ * chunk at a time). Returns the common start and end of each pair of pieces (never overlapping);
+ * every difference lies between them. One edit in each of the arrays `assets` and `dags` (a
+ * contract's asset and its DAG) leaves two small differing middles, where a common prefix and
+ * suffix of the whole texts would leave all that lies between the two edits.
+ */
+export function commonRuns(previous: ManifestText, current: string, cuts: { previous: number[]; current: number[] } = { previous: [], current: [] }): Run[] {
+  const common = (mine: number, theirs: number, limit: number, backward: boolean): number =>
+    typeof previous === "string" ? commonOfStrings(previous, mine, current, theirs, limit, backward) : previous.common(mine, current, theirs, limit, backward);
+  const mine = [0, ...cuts.previous, previous.length];
+  const theirs = [0, ...cuts.current, current.length];
+  const runs: Run[] = [];
+  for (let i = 0; i + 1 < mine.length; i++) {
+    const limit = Math.min(mine[i + 1]! - mine[i]!, theirs[i + 1]! - theirs[i]!);
+    const start = common(mine[i]!, theirs[i]!, limit, false);
+    const end = common(mine[i + 1]!, theirs[i + 1]!, limit - start, true);
+    if (start > 0) runs.push({ previous: mine[i]!, current: theirs[i]!, length: start });
+    if (end > 0) runs.push({ previous: mine[i + 1]! - end, current: theirs[i + 1]! - end, length: end });
+  }
+  return runs;
 }
 
 /** A manifest file's text: decoded, or its ASCII bytes ({@link AsciiText}). */
@@ -131,33 +219,109 @@ export function wholeText(text: ManifestText): string {
 }
 
 /** What {@link recordsOf} reads of a text: a string, or an {@link AsciiText}. */
-type Searchable = Pick<string, "indexOf" | "startsWith"> & { slice(start?: number, end?: number): string };
+type Searchable = Pick<string, "indexOf" | "startsWith" | "length"> & { slice(start?: number, end?: number): string };
 
 /** The top-level arrays whose records a manifest read against the current one takes over when their text is unchanged. */
 const RECORD_ARRAYS = ["assets", "dags"] as const;
 
+/** A record's text: `[start, end)`, from its `{` to its `}`. */
+interface Span {
+  start: number;
+  end: number;
+}
+
+/** The records of one top-level array, and where its opening line `\n  "key": [` starts. */
+interface Records {
+  openingAt: number;
+  records: Span[];
+}
+
+/**
+ * Where the first line `\n  "key": [` of a text starts (-1 when there is none): the offset
+ * `indexOf` gives for that line, found by stepping through the lines `\n  "` (a top-level key's,
+ * in the layout of `canonicalJson`), which native search finds about twice as fast as the whole line.
+ */
+function openingOf(text: Searchable, key: string): number {
+  const opening = `\n  ${JSON.stringify(key)}: [`;
+  for (let at = text.indexOf('\n  "'); at !== -1; at = text.indexOf('\n  "', at + 1)) if (text.startsWith(opening, at)) return at;
+  return -1;
+}
+
+/**
+ * What {@link recordsOf} may take over from the same scan of another text (the previous
+ * manifest's): where the two texts are the same ({@link commonRuns}). `shared[i]` is then the index
+ * of the other text's record whose text is record i's, or -1 for a record scanned here.
+ */
+interface Known {
+  scan: Records;
+  runs: readonly Run[];
+}
+
+/** The record of `scan` whose step starts at `position` of the other text within a run (mapped), with that run; or undefined. */
+function stepAt(known: Known, position: number): { index: number; run: Run } | undefined {
+  for (const run of known.runs) {
+    if (position < run.current || position >= run.current + run.length) continue;
+    const there = position - run.current + run.previous;
+    const records = known.scan.records;
+    let low = 0;
+    let high = records.length;
+    while (low < high) {
+      const mid = (low + high) >>> 1;
+      if (records[mid]!.start - 5 < there) low = mid + 1;
+      else high = mid;
+    }
+    return low < records.length && records[low]!.start - 5 === there ? { index: low, run } : undefined;
+  }
+  return undefined;
+}
+
 /**
  * The records of the top-level array `key` in a manifest text laid out as `canonicalJson` writes
  * it (two-space indentation, so each record spans from a line `    {` to a line `    }`; a string
- * never holds a raw line break, so every line is structure). Returns the records' texts and
- * offsets, or undefined when the text is not laid out that way (the caller then parses it whole).
+ * never holds a raw line break, so every line is structure). Returns the records' offsets and where
+ * the array's opening line is, or undefined when the text is not laid out that way (the caller then
+ * parses it whole). `at` is where the opening line is, when the caller has searched it already.
+ *
+ * The scan reads forward only, one step per record, from its line `    {` to at most four code units
+ * past its `}` (the `,` or `\n  ]` after it); what a step decides depends on what it reads alone.
+ * With `known` (the same scan of a text that is the same as this one in runs), a step that starts
+ * here at a place where the other scan's step started, and whose reads there lie inside one run, is
+ * that step, at this text's place: it is taken from the other scan without reading this text
+ * (`shared`), so only the records outside the runs are scanned.
  */
-function recordsOf(text: Searchable, key: string): Array<{ start: number; end: number }> | undefined {
-  const opening = `\n  ${JSON.stringify(key)}: [`;
-  const at = text.indexOf(opening);
+function recordsOf(text: Searchable, key: string, known?: Known, at = openingOf(text, key)): (Records & { shared: number[] }) | undefined {
   if (at === -1) return undefined;
-  let position = at + opening.length;
-  if (text.startsWith("]", position)) return [];
-  const records: Array<{ start: number; end: number }> = [];
+  let position = at + `\n  ${JSON.stringify(key)}: [`.length;
+  if (text.startsWith("]", position)) return { openingAt: at, records: [], shared: [] };
+  const records: Span[] = [];
+  const shared: number[] = [];
   for (;;) {
+    const hit = known && stepAt(known, position);
+    if (hit) {
+      const theirs = known.scan.records;
+      const shift = hit.run.current - hit.run.previous;
+      const runEnd = hit.run.previous + hit.run.length;
+      let index = hit.index;
+      // The other scan's steps that read only this run: 4 covers the look past the `}`.
+      while (index < theirs.length && theirs[index]!.end + 4 <= runEnd) {
+        const r = theirs[index]!;
+        records.push({ start: r.start + shift, end: r.end + shift });
+        shared.push(index);
+        // The other scan's last step saw the array close; any other went on past its `,`.
+        if (index === theirs.length - 1) return { openingAt: at, records, shared };
+        position = r.end + shift + 1;
+        index++;
+      }
+    }
     if (!text.startsWith("\n    {", position)) return undefined;
     const start = position + 5;
     const close = text.indexOf("\n    }", start);
     if (close === -1) return undefined;
     const end = close + 6;
     records.push({ start, end });
+    shared.push(-1);
     if (text.startsWith(",", end)) position = end + 1;
-    else if (text.startsWith("\n  ]", end)) return records;
+    else if (text.startsWith("\n  ]", end)) return { openingAt: at, records, shared };
     else return undefined;
   }
 }
@@ -172,22 +336,45 @@ function recordsOf(text: Searchable, key: string): Array<{ start: number; end: n
  * state is then no second copy of the manifest, and a diff of a few edited contracts parses a few
  * records (ADR 0017d). `text` is the file's text, or its ASCII bytes read as the text
  * ({@link AsciiText}, ADR 0017i), decoded whole only for the full parse.
+ *
+ * What it costs is what changed (ADR 0017k): where the two texts are the same is found first
+ * ({@link commonRuns}: both cut where `assets` and `dags` open, each piece compared natively from
+ * both ends); the current text's records lying in those runs are the previous scan's, shifted, and
+ * a previous record wholly in them is taken over by position, without slicing or hashing its text.
+ * Only the records around the differences are sliced, matched by text among the current text's
+ * records scanned there (a record moved, not changed, is still taken over) and else parsed.
  */
 export function parseManifestAgainst(text: ManifestText, current: { manifest: Manifest; text: string }): ReturnType<typeof parseManifest> {
   if (text === current.text) return { manifest: current.manifest };
   const whole = (): string => wholeText(text);
-  const taken = new Map<string, unknown>();
-  const previousRecords = new Map<string, Array<{ start: number; end: number }>>();
-  for (const key of RECORD_ARRAYS) {
-    const ours = recordsOf(current.text, key);
-    const theirs = recordsOf(text, key);
+  // Each text cut where its arrays open (found natively), so that each array's edits are apart.
+  const previousAt = RECORD_ARRAYS.map((key) => openingOf(text, key));
+  const currentAt = RECORD_ARRAYS.map((key) => openingOf(current.text, key));
+  const increasing = (xs: number[]): boolean => xs.every((x, i) => x !== -1 && (i === 0 || x > xs[i - 1]!));
+  const cuts = increasing(previousAt) && increasing(currentAt) ? { previous: previousAt, current: currentAt } : undefined;
+  const runs = commonRuns(text, current.text, cuts);
+  // The same text, read from its bytes: the current manifest itself, as for the same string.
+  if (text.length === current.text.length && runs.reduce((n, r) => n + r.length, 0) === text.length) return { manifest: current.manifest };
+  const previousRecords = new Map<string, Span[]>();
+  // Per array, the value each previous record is taken over as (undefined: sliced and matched).
+  const takenAt = new Map<string, unknown[]>();
+  const middle = new Map<string, unknown>();
+  for (const [k, key] of RECORD_ARRAYS.entries()) {
+    const theirs = recordsOf(text, key, undefined, previousAt[k]);
+    if (!theirs) return parseManifest(whole());
+    const ours = recordsOf(current.text, key, { scan: theirs, runs }, currentAt[k]);
     const values = current.manifest[key] as unknown[];
-    if (!ours || !theirs || ours.length !== values.length) return parseManifest(whole());
-    ours.forEach((r, i) => taken.set(current.text.slice(r.start, r.end), values[i]));
-    previousRecords.set(key, theirs);
+    if (!ours || ours.records.length !== values.length) return parseManifest(whole());
+    const taken: unknown[] = new Array(theirs.records.length);
+    ours.shared.forEach((previousIndex, i) => {
+      if (previousIndex === -1) middle.set(current.text.slice(ours.records[i]!.start, ours.records[i]!.end), values[i]);
+      else taken[previousIndex] = values[i];
+    });
+    previousRecords.set(key, theirs.records);
+    takenAt.set(key, taken);
   }
   // The text outside the records, each record standing as 0: its syntax and every other field.
-  const spans = RECORD_ARRAYS.flatMap((key) => previousRecords.get(key)!.map((r) => ({ key, ...r }))).sort((a, b) => a.start - b.start);
+  const spans = RECORD_ARRAYS.flatMap((key) => previousRecords.get(key)!).sort((a, b) => a.start - b.start);
   const outside: string[] = [];
   let from = 0;
   for (const span of spans) {
@@ -207,12 +394,17 @@ export function parseManifestAgainst(text: ManifestText, current: { manifest: Ma
   const view: Record<string, unknown> = { ...value };
   for (const key of RECORD_ARRAYS) {
     const records = previousRecords.get(key)!;
-    const out: unknown[] = [];
+    const taken = takenAt.get(key)!;
+    const out: unknown[] = new Array(records.length);
     const parsed: unknown[] = [];
-    for (const r of records) {
-      const record = text.slice(r.start, r.end);
-      if (taken.has(record)) {
-        out.push(taken.get(record));
+    for (let i = 0; i < records.length; i++) {
+      if (taken[i] !== undefined) {
+        out[i] = taken[i];
+        continue;
+      }
+      const record = text.slice(records[i]!.start, records[i]!.end);
+      if (middle.has(record)) {
+        out[i] = middle.get(record);
         continue;
       }
       let fresh: unknown;
@@ -221,10 +413,12 @@ export function parseManifestAgainst(text: ManifestText, current: { manifest: Ma
       } catch {
         return parseManifest(whole());
       }
-      out.push(fresh);
+      out[i] = fresh;
       parsed.push(fresh);
     }
-    if (!Array.isArray(value[key]) || (value[key] as unknown[]).length !== out.length) return parseManifest(whole());
+    // The array holds the records' stand-ins and nothing else: the records are its elements.
+    const standing = value[key];
+    if (!Array.isArray(standing) || standing.length !== out.length || !standing.every((x) => x === 0)) return parseManifest(whole());
     value[key] = out;
     // The records taken over are the current manifest's, which this compiler built valid.
     view[key] = parsed;
