@@ -1,7 +1,7 @@
 import path from "node:path";
 import { createDiagnostic, Diagnostics } from "./diagnostics/catalogue.js";
 import { hasErrors, sortDiagnostics, type Diagnostic, type StageResult } from "./diagnostics/diagnostic.js";
-import { readCacheEntries } from "./discover/readCache.js";
+import { openCacheReader, readCacheEntries } from "./discover/readCache.js";
 import { discoverProject, MAX_FILE_BYTES, MAX_MANIFEST_BYTES, readReferencedFiles, readSourceFile, type ProjectLayout, type SourceFile } from "./discover/discoverProject.js";
 import { breakingDiagnostics, diffManifests, type ManifestDiff } from "./diff/diffManifests.js";
 import { buildGraph, type AssetGraph } from "./graph/buildGraph.js";
@@ -165,7 +165,7 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
         [...discovered.value.contracts, ...discovered.value.configs],
         discovered.value.configs,
         parseCacheWriter(COMPILER_NAME, COMPILER_VERSION, { modules: ["parse/parseContracts", "validate/validateDocuments"], files: SCHEMA_FILES }),
-        (keys) => readCacheEntries(layout.root, PARSE_CACHE_FOLDER, keys),
+        openCacheReader(layout.root, PARSE_CACHE_FOLDER),
         isStoredVerdict,
         (key, bytes) => cacheWrite.add(key, bytes),
       )

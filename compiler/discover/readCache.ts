@@ -11,37 +11,46 @@ export interface CacheEntriesRead {
   unreadable: Map<string, string>;
 }
 
+/** One entry read ({@link openCacheReader}): its bytes, why it exists but could not be read, or undefined for none. */
+export type CacheEntryRead = { bytes: Uint8Array } | { unreadable: string } | undefined;
+
 /**
- * Reads the incremental cache's entries `<folder>/<key>.bin` for the given keys (ADR 0017c);
- * `folder` is project-relative. A missing entry (or folder) is a miss, not a problem. The bytes are
- * not interpreted here: `support/cacheEntry.ts` (`decodeCacheEntry`) checks them.
+ * A reader of the incremental cache's entries `<folder>/<key>.bin` (ADR 0017c), one key at a
+ * time, so a caller that decodes each entry as it reads it never holds every entry's bytes (ADR
+ * 0017m: after an upgrade every entry is foreign, 136 MB read at 10,000 contracts for nothing);
+ * `folder` is project-relative. A missing entry (or folder) is a miss, not a problem. The bytes
+ * are not interpreted here: `support/cacheEntry.ts` (`decodeCacheEntry`) checks them.
  */
-export function readCacheEntries(root: string, folder: string, keys: Iterable<string>): CacheEntriesRead {
-  const found = new Map<string, Uint8Array>();
-  const unreadable = new Map<string, string>();
+export function openCacheReader(root: string, folder: string): (key: string) => CacheEntryRead {
   const dir = path.join(root, folder);
   // No folder, something else in its way (a file named like it), or a symbolic link on the way
   // (the cache is the project's own folder, never somewhere a link points): no entries; write
   // reports it.
-  if (!isPlainFolderPath(root, folder)) return { found, unreadable };
-  for (const key of keys) {
+  if (!isPlainFolderPath(root, folder)) return () => undefined;
+  return (key) => {
     const file = path.join(dir, `${key}.bin`);
     try {
       const stat = fs.lstatSync(file, { throwIfNoEntry: false });
-      if (!stat) continue;
+      if (!stat) return undefined;
       // A FIFO would block the read for ever; a folder or a link is not an entry either.
-      if (!stat.isFile()) {
-        unreadable.set(key, stat.isDirectory() ? "a folder" : stat.isSymbolicLink() ? "a symbolic link" : "not a regular file");
-        continue;
-      }
-      if (stat.size > MAX_CACHE_ENTRY_BYTES) {
-        unreadable.set(key, "too large");
-        continue;
-      }
-      found.set(key, fs.readFileSync(file));
+      if (!stat.isFile()) return { unreadable: stat.isDirectory() ? "a folder" : stat.isSymbolicLink() ? "a symbolic link" : "not a regular file" };
+      if (stat.size > MAX_CACHE_ENTRY_BYTES) return { unreadable: "too large" };
+      return { bytes: fs.readFileSync(file) };
     } catch (error) {
-      unreadable.set(key, (error as NodeJS.ErrnoException).code ?? String(error));
+      return { unreadable: (error as NodeJS.ErrnoException).code ?? String(error) };
     }
+  };
+}
+
+/** The entries of `keys` ({@link openCacheReader}), all at once: each entry's bytes by key, and why others could not be read. */
+export function readCacheEntries(root: string, folder: string, keys: Iterable<string>): CacheEntriesRead {
+  const found = new Map<string, Uint8Array>();
+  const unreadable = new Map<string, string>();
+  const read = openCacheReader(root, folder);
+  for (const key of keys) {
+    const entry = read(key);
+    if (entry && "bytes" in entry) found.set(key, entry.bytes);
+    else if (entry) unreadable.set(key, entry.unreadable);
   }
   return { found, unreadable };
 }

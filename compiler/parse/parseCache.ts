@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import { createDiagnostic, Diagnostics } from "../diagnostics/catalogue.js";
 import type { Diagnostic } from "../diagnostics/diagnostic.js";
 import type { SourceFile } from "../discover/discoverProject.js";
-import type { CacheEntriesRead } from "../discover/readCache.js";
+import type { CacheEntryRead } from "../discover/readCache.js";
 import { cacheKey, decodeCacheEntry, encodeCacheEntry } from "../support/cacheEntry.js";
 import { compareStrings } from "../support/compare.js";
 import { packageFileUrl, packageRoot, readPackageFile } from "../support/package-root.js";
@@ -105,8 +105,8 @@ export interface ParseCache {
   compiler: string;
   /** The key of each file to parse, by project-relative path. */
   keys: Map<string, string>;
-  /** The entries discover read for those keys. */
-  read: CacheEntriesRead;
+  /** Discover's reader of one entry by key, called once per key as it is looked up (ADR 0017m). */
+  read: (key: string) => CacheEntryRead;
   /** Whether a stored verdict has the shape the validate stage writes (an entry with another is damaged). */
   isVerdict: (verdict: unknown) => boolean;
   /**
@@ -141,18 +141,19 @@ export function parseCacheKeys(files: readonly SourceFile[], context: string): M
 /**
  * One compile's cache of `files` (every contract and config file): their keys under
  * {@link cacheContext} of `configs`, the entries discover read for them (`read` gets the keys),
- * nothing looked up yet; each new entry goes to `store` as it is made.
+ * nothing read or looked up yet (`read` reads one entry, when it is looked up); each new entry goes
+ * to `store` as it is made.
  */
 export function openParseCache(
   files: readonly SourceFile[],
   configs: readonly SourceFile[],
   compiler: string,
-  read: (keys: string[]) => CacheEntriesRead,
+  read: (key: string) => CacheEntryRead,
   isVerdict: (verdict: unknown) => boolean,
   store: (key: string, bytes: Uint8Array) => void,
 ): ParseCache {
   const keys = parseCacheKeys(files, cacheContext(configs));
-  return { compiler, keys, read: read([...keys.values()]), isVerdict, store, problems: new Map(), hits: 0, parsed: 0 };
+  return { compiler, keys, read, isVerdict, store, problems: new Map(), hits: 0, parsed: 0 };
 }
 
 /**
@@ -174,16 +175,14 @@ export function lookupParseCache(files: readonly SourceFile[], cache: ParseCache
   return files.map((file) => {
     const key = cache.keys.get(file.path);
     if (key === undefined) return undefined;
-    const reason = cache.read.unreadable.get(key);
-    if (reason !== undefined) {
-      cache.problems.set(file.path, { problem: "unreadable", detail: reason });
+    // Read here, one at a time: the entry's bytes are garbage once decoded.
+    const read = cache.read(key);
+    if (read === undefined) return undefined;
+    if ("unreadable" in read) {
+      cache.problems.set(file.path, { problem: "unreadable", detail: read.unreadable });
       return undefined;
     }
-    const bytes = cache.read.found.get(key);
-    if (bytes === undefined) return undefined;
-    // Read once: the entry's bytes are garbage once decoded.
-    cache.read.found.delete(key);
-    const decoded = decodeCacheEntry(bytes, { key, compiler: cache.compiler });
+    const decoded = decodeCacheEntry(read.bytes, { key, compiler: cache.compiler });
     if ("problem" in decoded) {
       cache.problems.set(file.path, decoded);
       return undefined;
