@@ -244,6 +244,13 @@ if (!flag("--no-build")) {
   out(`build: tsc into the work folder ${sec(b.wallMs)}${b.exit === 0 ? "" : ` (exit ${b.exit}; measuring what it emitted)\n${(b.stdout + b.stderr).split("\n").slice(0, 5).join("\n")}`}`);
   for (const part of ["package.json", "bin", "templates", path.join("compiler", "schemas")]) fs.cpSync(path.join(REPO, part), path.join(pkg, part), { recursive: true });
   fs.symlinkSync(path.join(REPO, "node_modules"), path.join(pkg, "node_modules"), "dir");
+  // The precompiled JSON Schema validators, as `npm run build` writes them (ADR 0017l): without
+  // them the measured build would compile every schema with ajv at run time.
+  fs.cpSync(path.join(REPO, "scripts", "build-validators.mjs"), path.join(pkg, "scripts", "build-validators.mjs"));
+  const v = run(NODE, [path.join(pkg, "scripts", "build-validators.mjs")]);
+  if (v.exit !== 0) die(`scripts/build-validators.mjs exited ${v.exit}:\n${(v.stdout + v.stderr).split("\n").slice(0, 5).join("\n")}`);
+  results.build.validatorsMs = round(v.wallMs, 0);
+  out(`build: precompiled validators into the work folder ${sec(v.wallMs)}`);
   BIN = path.join(pkg, "bin", "contract-assets.js");
 }
 if (!fs.existsSync(path.join(path.dirname(BIN), "..", "dist", "compiler", "cli.js"))) die("dist/compiler/cli.js is missing: run npm ci (or npm run build) first");
