@@ -868,7 +868,10 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
         const before = extraWithout(b.extra, ["owner", "freshness", "contract_version"]);
         const after = extraWithout(a.extra, ["owner", "freshness", "contract_version"]);
         if (same(before, after)) return [];
-        const keys = [...new Set([...Object.keys(before), ...Object.keys(after)])].filter((k) => !same(before[k], after[k])).sort(compareStrings);
+        // Own keys only: a key one side lacks is absent there, never Object.prototype's member of
+        // that name (`toString`, `constructor`, ... are ordinary extra keys).
+        const own = (o: Record<string, unknown>, k: string): unknown => (Object.hasOwn(o, k) ? o[k] : undefined);
+        const keys = [...new Set([...Object.keys(before), ...Object.keys(after)])].filter((k) => !same(own(before, k), own(after, k))).sort(compareStrings);
         return [{ asset: a.name, field: "extra", before, after, message: `the extra of ${q(a.name)} changed (${keys.map((k) => q(k)).join(", ")})` }];
       }),
   },

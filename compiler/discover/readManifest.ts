@@ -358,8 +358,12 @@ export function parseManifestAgainst(text: ManifestText, current: { manifest: Ma
   const previousRecords = new Map<string, Span[]>();
   // Per array, the value each previous record is taken over as (undefined: sliced and matched).
   const takenAt = new Map<string, unknown[]>();
-  const middle = new Map<string, unknown>();
+  // Per array, the current records of the differing middles by text: a record is matched only in
+  // its own array (an asset's text standing in dags[] is parsed and checked, never taken as one).
+  const middles = new Map<string, Map<string, unknown>>();
   for (const [k, key] of RECORD_ARRAYS.entries()) {
+    const middle = new Map<string, unknown>();
+    middles.set(key, middle);
     const theirs = recordsOf(text, key, undefined, previousAt[k]);
     if (!theirs) return parseManifest(whole());
     const ours = recordsOf(current.text, key, { scan: theirs, runs }, currentAt[k]);
@@ -395,6 +399,7 @@ export function parseManifestAgainst(text: ManifestText, current: { manifest: Ma
   for (const key of RECORD_ARRAYS) {
     const records = previousRecords.get(key)!;
     const taken = takenAt.get(key)!;
+    const middle = middles.get(key)!;
     const out: unknown[] = new Array(records.length);
     const parsed: unknown[] = [];
     for (let i = 0; i < records.length; i++) {

@@ -217,6 +217,23 @@ describe("the previous manifest read against the new one, over random edits", ()
     expect(parseManifestAgainst(asBytes(text), rawCurrent)).toEqual(parseManifest(text));
     expect(parseManifestAgainst(text, rawCurrent)).toEqual(parseManifest(text));
   });
+  it("matches a record only in its own array: an asset's text standing in dags[] (or a DAG's in assets[]) is checked and refused as the full parse refuses it", () => {
+    for (const [from, into] of [["assets", "dags"], ["dags", "assets"]] as const) {
+      const previous = structuredClone(current.manifest) as unknown as Record<"assets" | "dags", unknown[]>;
+      // The record moved is the current text of a record edited in the previous state: the current
+      // record lies in a differing middle, so the copy is matched by its text.
+      const source = previous[from];
+      const moved = structuredClone(source[4]);
+      if (from === "assets") (source[4] as ManifestAsset).group = "edited-for-the-middle";
+      else (source[4] as { description: string }).description = "edited for the middle";
+      previous[into].splice(2, 1, moved);
+      const text = asText(previous as unknown as Manifest);
+      const full = parseManifest(text);
+      expect(full.problem, `${from} in ${into}`).toMatch(/must have required property|must NOT have additional properties/);
+      expect(parseManifestAgainst(asBytes(text), current), `${from} in ${into}`).toEqual(full);
+      expect(parseManifestAgainst(text, current), `${from} in ${into}`).toEqual(full);
+    }
+  });
 });
 
 describe("the diff of a previous state sharing the current manifest's records", () => {
@@ -240,6 +257,18 @@ describe("the diff of a previous state sharing the current manifest's records", 
     // The edits are seen: most rounds compare diffs that report something (some edits, a swap or a
     // header, report nothing).
     expect(withChanges).toBeGreaterThanOrEqual(25);
+  });
+
+  it("reads an extra key named as a member of Object.prototype as an ordinary key, on either side", () => {
+    const plain = structuredClone(current.manifest);
+    const odd = structuredClone(current.manifest);
+    const extra = odd.assets[0]!.extra as Record<string, unknown>;
+    extra.toString = 1;
+    extra.constructor = "x";
+    for (const [before, after] of [[plain, odd], [odd, plain]]) {
+      const changes = diffManifests(before, after).changes.filter((c) => c.rule === "EXTRA_CHANGED");
+      expect(changes.map((c) => [c.asset, c.message])).toEqual([[odd.assets[0]!.name, `the extra of ${JSON.stringify(odd.assets[0]!.name)} changed ("constructor", "toString")`]]);
+    }
   });
 
   it("is the diff of the same state parsed whole on every golden diff case", () => {
