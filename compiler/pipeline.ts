@@ -287,7 +287,7 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
     // With the cache, a DAG module whose inputs are the index's and whose file holds the index's
     // hash is neither rendered nor compared (ADR 0017n).
     const modules = parseCache && write && !files
-      ? openModuleCache(manifest, layout.outDir, { name: COMPILER_NAME, version: COMPILER_VERSION }, readCacheEntries(layout.root, RENDER_CACHE_FOLDER, [MODULE_INDEX_KEY]), (relative, digest) => write.holdsDigest(relative, digest))
+      ? openModuleCache(manifest, layout.outDir, { name: COMPILER_NAME, version: COMPILER_VERSION }, readCacheEntries(layout.root, RENDER_CACHE_FOLDER, [MODULE_INDEX_KEY]), (relative, digest, stamp) => write.holdsDigest(relative, digest, stamp))
       : undefined;
     if (modules) diagnostics.push(...modules.notes);
     renderEachModule(manifest, manifestText.text!, layout.outDir, (relative, text) => {

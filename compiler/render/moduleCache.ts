@@ -5,6 +5,7 @@ import type { CacheEntriesRead } from "../discover/readCache.js";
 import type { Manifest } from "../manifest/buildManifest.js";
 import { CACHE_FOLDER, cacheWriter } from "../parse/parseCache.js";
 import { decodeCacheEntry, encodeCacheEntry } from "../support/cacheEntry.js";
+import { nowNs, readStamp, STAMP_FIELDS, trustedStamp, writeStamps, type FileStamp } from "../support/fileStamp.js";
 import { assetRenderInputs, dagRenderInputs, modulePath, monitorPath, usedAssets, type ModuleSkip } from "./renderModules.js";
 
 /**
@@ -12,7 +13,9 @@ import { assetRenderInputs, dagRenderInputs, modulePath, monitorPath, usedAssets
  * compile rendered or found unchanged, `path → (key of its inputs, sha256 of its text)`. A module
  * whose key is the index's and whose file on the disk hashes to the index's sha256 holds what its
  * render would give, so it is neither rendered nor compared again; any other is rendered as
- * without the cache. Pure: discover reads the index (`readCacheEntries`), the write stage checks
+ * without the cache. A file found so is stamped in the index (ADR 0017q: its `lstat` identity,
+ * when git's racily clean rule allows), and next time a file whose `lstat` is still exactly that
+ * stamp is taken to hold the sha256 without being read. Pure: discover reads the index (`readCacheEntries`), the write stage checks
  * a file's hash (`OutputWrite.holdsDigest`) and writes the index (`writeCacheEntries`).
  *
  * The key of a module is sha256 over the render's writer ({@link moduleCacheWriter}: compiler
@@ -91,14 +94,26 @@ export function moduleKeys(manifest: Manifest, outDir: string, writer: string): 
   };
 }
 
-/** The index's payload: the module paths, and per path its key then its text's sha256. */
+/**
+ * The index's payload: the module paths, per path its key then its text's sha256, and per path
+ * the stamp of its file when it was last found holding that sha256 (`support/fileStamp.ts`: a
+ * size of -1 for none, ADR 0017q).
+ */
 interface IndexPayload {
   paths: string[];
   digests: Uint8Array;
+  stamps: BigInt64Array;
+}
+
+/** One module of the index: its key, its text's sha256, and its file's trusted stamp if any. */
+interface IndexEntry {
+  key: Buffer;
+  text: Buffer;
+  stamp: FileStamp | undefined;
 }
 
 /** The index's entries by path, or why it cannot be used. */
-function decodeIndex(read: CacheEntriesRead, writer: string): { entries: Map<string, { key: Buffer; text: Buffer }> } | { problem: "damaged" | "foreign" | "unreadable"; detail: string } | undefined {
+function decodeIndex(read: CacheEntriesRead, writer: string): { entries: Map<string, IndexEntry> } | { problem: "damaged" | "foreign" | "unreadable"; detail: string } | undefined {
   const unreadable = read.unreadable.get(MODULE_INDEX_KEY);
   if (unreadable !== undefined) return { problem: "unreadable", detail: unreadable };
   const bytes = read.found.get(MODULE_INDEX_KEY);
@@ -106,27 +121,37 @@ function decodeIndex(read: CacheEntriesRead, writer: string): { entries: Map<str
   const decoded = decodeCacheEntry(bytes, { key: MODULE_INDEX_KEY, compiler: writer });
   if ("problem" in decoded) return decoded;
   const p = decoded.value as Partial<IndexPayload> | null;
-  if (typeof p !== "object" || p === null || !Array.isArray(p.paths) || !(p.digests instanceof Uint8Array) || p.digests.length !== p.paths.length * 2 * DIGEST || !p.paths.every((x) => typeof x === "string")) {
+  if (typeof p !== "object" || p === null || !Array.isArray(p.paths) || !(p.digests instanceof Uint8Array) || p.digests.length !== p.paths.length * 2 * DIGEST || !(p.stamps instanceof BigInt64Array) || p.stamps.length !== p.paths.length * STAMP_FIELDS || !p.paths.every((x) => typeof x === "string")) {
     return { problem: "damaged", detail: "it holds no index of modules" };
   }
   const digests = Buffer.from(p.digests.buffer, p.digests.byteOffset, p.digests.byteLength);
-  const entries = new Map<string, { key: Buffer; text: Buffer }>();
-  p.paths.forEach((path, i) => entries.set(path, { key: digests.subarray(2 * DIGEST * i, 2 * DIGEST * i + DIGEST), text: digests.subarray(2 * DIGEST * i + DIGEST, 2 * DIGEST * (i + 1)) }));
+  const stamps = p.stamps;
+  const entries = new Map<string, IndexEntry>();
+  p.paths.forEach((path, i) => entries.set(path, { key: digests.subarray(2 * DIGEST * i, 2 * DIGEST * i + DIGEST), text: digests.subarray(2 * DIGEST * i + DIGEST, 2 * DIGEST * (i + 1)), stamp: readStamp(stamps, i) }));
   return { entries };
 }
 
 /**
  * One compile's module cache: the keys of `manifest`'s DAG modules ({@link moduleKeys}), the index discover read (`read`, of {@link MODULE_INDEX_KEY}
- * in {@link RENDER_CACHE_FOLDER}), and `holds(relative, sha256)`, the write stage's check that a
- * file on the disk has that sha256. A module is unchanged when its key is the index's and `holds`
- * says yes; a damaged, foreign or unreadable index is one CA1951 note and skips nothing.
+ * in {@link RENDER_CACHE_FOLDER}), and `holds(relative, sha256, stamp)`, the write stage's check that a
+ * file on the disk has that sha256 (`OutputWrite.holdsDigest`: the file's stamp, or false). A module is
+ * unchanged when its key is the index's and `holds` says yes; a damaged, foreign or unreadable index
+ * is one CA1951 note and skips nothing.
+ *
+ * Stamps (ADR 0017q): the index stores, per module, the stamp `holds` gave, when
+ * `trustedStamp(stamp, since)` keeps it (git's racily clean rule), and hands it to `holds` next
+ * time, which then trusts a file whose `lstat` is still exactly it without reading it. `since`
+ * (ns since the epoch, real-time clock) must be a moment before `holds` is first called: by
+ * default the present when the cache is opened. A module rendered has no stamp (its file is
+ * new, so racy): it is hashed once more by the next compile, which stamps it.
  */
 export function openModuleCache(
   manifest: Manifest,
   outDir: string,
   compiler: { name: string; version: string },
   read: CacheEntriesRead,
-  holds: (relative: string, digest: Uint8Array) => boolean,
+  holds: (relative: string, digest: Uint8Array, stamp?: FileStamp) => FileStamp | false,
+  since: bigint = nowNs(),
 ): ModuleCache {
   const writer = moduleCacheWriter(compiler.name, compiler.version);
   const keyAt = moduleKeys(manifest, outDir, writer);
@@ -139,9 +164,9 @@ export function openModuleCache(
   const found = decodeIndex(read, writer);
   const notes: Diagnostic[] = [];
   if (found && "problem" in found) notes.push(createDiagnostic(Diagnostics.ModuleIndexIgnored, { problem: found.problem, detail: found.detail }, { file: MODULE_INDEX_PATH, line: 1, column: 1 }));
-  const stored = found && "entries" in found ? found.entries : new Map<string, { key: Buffer; text: Buffer }>();
+  const stored = found && "entries" in found ? found.entries : new Map<string, IndexEntry>();
   // The next index: every module of this compile, by path (one index rather than a file each).
-  const next = new Map<string, { key: Buffer; text: Buffer }>();
+  const next = new Map<string, IndexEntry>();
   const counts = { unchanged: 0, rendered: 0 };
   return {
     notes,
@@ -150,24 +175,28 @@ export function openModuleCache(
       const entry = stored.get(relative);
       if (!entry) return false;
       const key = keyOf(index);
-      if (!entry.key.equals(key) || !holds(relative, entry.text)) return false;
-      next.set(relative, { key, text: entry.text });
+      if (!entry.key.equals(key)) return false;
+      const stamp = holds(relative, entry.text, entry.stamp);
+      if (!stamp) return false;
+      next.set(relative, { key, text: entry.text, stamp: trustedStamp(stamp, since) });
       counts.unchanged++;
       return true;
     },
     rendered(relative, index, text) {
       counts.rendered++;
-      next.set(relative, { key: keyOf(index), text: digestOf(text) });
+      next.set(relative, { key: keyOf(index), text: digestOf(text), stamp: undefined });
     },
     encode() {
       const paths = [...next.keys()];
       const digests = new Uint8Array(paths.length * 2 * DIGEST);
+      const stamps = new BigInt64Array(paths.length * STAMP_FIELDS);
       paths.forEach((path, i) => {
         const entry = next.get(path)!;
         digests.set(entry.key, 2 * DIGEST * i);
         digests.set(entry.text, 2 * DIGEST * i + DIGEST);
+        writeStamps(stamps, i, entry.stamp);
       });
-      const payload: IndexPayload = { paths, digests };
+      const payload: IndexPayload = { paths, digests, stamps };
       return encodeCacheEntry(MODULE_INDEX_KEY, writer, payload);
     },
   };

@@ -7,6 +7,7 @@ import type { Diagnostic, StageResult } from "../diagnostics/diagnostic.js";
 import { fileHoldsText, type ProjectLayout } from "../discover/discoverProject.js";
 import { GENERATED_HEADER_PREFIX, type FileMap } from "../render/renderModules.js";
 import { compareStrings } from "../support/compare.js";
+import { sameStamp, stampOf, type FileStamp } from "../support/fileStamp.js";
 import { utf8Chunks } from "../support/utf8.js";
 
 /** What writing (or checking) did, by project-relative path, each list sorted. */
@@ -90,20 +91,31 @@ function holdsText(layout: ProjectLayout, relative: string, text: string, known?
 /** Bytes of the last file {@link fileHasDigest} read, kept for the process (one buffer, not one per file). */
 let digestBuffer: Buffer | undefined;
 
-/** Whether the file is a regular file whose bytes have the sha256 `digest`; false when it cannot be read. */
-function fileHasDigest(absolute: string, digest: Uint8Array): boolean {
+/**
+ * The stamp of the file (`support/fileStamp.ts`) when it is a regular file whose bytes have the
+ * sha256 `digest`, taken by `fstat` before its bytes are read; false when it has other bytes or
+ * cannot be read. `stamp`: one taken when the file was known to have that digest; a file whose
+ * `lstat` is still exactly it is taken to have it without being read (ADR 0017q).
+ */
+function fileHasDigest(absolute: string, digest: Uint8Array, stamp?: FileStamp): FileStamp | false {
   let fd: number | undefined;
   try {
+    if (stamp) {
+      const now = fs.lstatSync(absolute, { bigint: true, throwIfNoEntry: false });
+      if (!now) return false;
+      if (now.isFile() && sameStamp(stampOf(now), stamp)) return stamp;
+    }
     // Opened without blocking, then looked at: a FIFO or a folder is never read.
     fd = fs.openSync(absolute, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
-    const stat = fs.fstatSync(fd);
+    const stat = fs.fstatSync(fd, { bigint: true });
     if (!stat.isFile()) return false;
-    if (!digestBuffer || digestBuffer.length < stat.size + 1) digestBuffer = Buffer.allocUnsafe(Math.max(stat.size + 1, 1 << 16));
+    const bytes = Number(stat.size);
+    if (!digestBuffer || digestBuffer.length < bytes + 1) digestBuffer = Buffer.allocUnsafe(Math.max(bytes + 1, 1 << 16));
     let size = 0;
     // Read to the end (one byte more than the size says, so a file that grew is read whole).
     for (let got = 1; got > 0 && size < digestBuffer.length; size += got) got = fs.readSync(fd, digestBuffer, size, digestBuffer.length - size, size);
     if (size === digestBuffer.length) return false;
-    return createHash("sha256").update(digestBuffer.subarray(0, size)).digest().equals(digest);
+    return createHash("sha256").update(digestBuffer.subarray(0, size)).digest().equals(digest) && stampOf(stat);
   } catch {
     return false;
   } finally {
@@ -201,9 +213,10 @@ export interface OutputWrite {
    * Whether the file at `relative` is a regular file whose bytes have the sha256 `digest` (the
    * incremental cache's hash of what its render gives, ADR 0017n). If so it is taken as added and
    * unchanged, as `add` of that text would take it; if not, nothing is recorded and the caller
-   * renders the file and `add`s it.
+   * renders the file and `add`s it. Gives the file's stamp when it holds the digest (`stamp`
+   * itself when its `lstat` still is that stamp, and then it is not read: ADR 0017q), else false.
    */
-  holdsDigest(relative: string, digest: Uint8Array): boolean;
+  holdsDigest(relative: string, digest: Uint8Array, stamp?: FileStamp): FileStamp | false;
   /** Ends the write: see {@link writeOutputs} for what it does and reports. */
   finish(): StageResult<WriteReport>;
   /** Ends the write without touching the output folder: every temporary staged is removed. */
@@ -297,13 +310,14 @@ export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputW
       if (check) compiled.set(relative, text);
       else stage(relative, text);
     },
-    holdsDigest(relative, digest) {
+    holdsDigest(relative, digest, stamp) {
       if (ended) throw new Error("openWrite: holdsDigest after the write ended");
-      if (!fileHasDigest(path.join(layout.root, relative), digest)) return false;
+      const found = fileHasDigest(path.join(layout.root, relative), digest, stamp);
+      if (!found) return false;
       rendered.add(relative);
       known.delete(relative);
       unchanged.push(relative);
-      return true;
+      return found;
     },
     discard() {
       ended = true;

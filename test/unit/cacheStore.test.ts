@@ -5,7 +5,7 @@ import path from "node:path";
 import v8 from "node:v8";
 import { describe, expect, it } from "vitest";
 import { usesCache } from "../../compiler/cli.js";
-import { readCacheEntries } from "../../compiler/discover/readCache.js";
+import { MAX_CACHE_ENTRY_BYTES, openCacheReader, readCacheEntries } from "../../compiler/discover/readCache.js";
 import { CACHE_FORMAT, CACHE_MAGIC, cacheKey, decodeCacheEntry, encodeCacheEntry } from "../../compiler/support/cacheEntry.js";
 import { openCacheWrite, writeCacheEntries } from "../../compiler/write/writeCache.js";
 
@@ -117,6 +117,35 @@ describe("the cache folder", () => {
     expect(readCacheEntries(root, folder, [A, B]).unreadable).toEqual(new Map([[A, "a folder"], [B, "not a regular file"]]));
   });
 
+  it("reads an entry with one open that follows no link, and refuses a link (dangling or not), a FIFO, a folder and a file too large, as it did with lstat", () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), "ca-cache-"));
+    writeCacheEntries(root, top, folder, new Map([[A, bytes("A entry")], [B, bytes("B")]]), new Set());
+    const dir = path.join(root, folder);
+    // A link to a real entry of the cache, and one to nothing: neither is read through.
+    fs.symlinkSync(path.join(dir, `${A}.bin`), path.join(dir, `${C}.bin`));
+    fs.symlinkSync(path.join(dir, "nowhere.bin"), path.join(dir, `${D}.bin`));
+    const [E, F, G] = ["e", "f", "0"].map((c) => c.repeat(64)) as [string, string, string];
+    expect(spawnSync("mkfifo", [path.join(dir, `${E}.bin`)]).status).toBe(0);
+    fs.mkdirSync(path.join(dir, `${F}.bin`));
+    // Sparse: one byte over the limit without writing 64 MiB.
+    fs.writeFileSync(path.join(dir, `${G}.bin`), "");
+    fs.truncateSync(path.join(dir, `${G}.bin`), MAX_CACHE_ENTRY_BYTES + 1);
+    const missing = "9".repeat(64);
+    const read = readCacheEntries(root, folder, [A, B, C, D, E, F, G, missing]);
+    expect(read.unreadable).toEqual(new Map([[C, "a symbolic link"], [D, "a symbolic link"], [E, "not a regular file"], [F, "a folder"], [G, "too large"]]));
+    expect([...read.found].map(([k, v]) => [k, Buffer.from(v).toString()])).toEqual([[A, "A entry"], [B, "B"]]);
+    // Each entry's bytes are its own buffer, not one reused (v8.deserialize's typed arrays are views of them).
+    const reader = openCacheReader(root, folder);
+    const first = reader(A) as { bytes: Uint8Array };
+    const second = reader(B) as { bytes: Uint8Array };
+    expect(first.bytes.buffer).not.toBe(second.bytes.buffer);
+    expect(Buffer.from(first.bytes).toString()).toBe("A entry");
+    // An entry is exactly its file's bytes, whatever its size (here over one page of the read).
+    const large = Buffer.alloc(200_000, 7);
+    writeCacheEntries(root, top, folder, new Map([[A, large]]), new Set([B]));
+    expect(Buffer.from((reader(A) as { bytes: Uint8Array }).bytes).equals(large)).toBe(true);
+  });
+
   it("prunes only its own entry names, each on its own, and never follows a symbolic link out of the project", () => {
     const root = fs.mkdtempSync(path.join(os.tmpdir(), "ca-cache-"));
     writeCacheEntries(root, top, folder, new Map([[A, bytes("A")], [B, bytes("B")], [C, bytes("C")]]), new Set());
@@ -128,6 +157,21 @@ describe("the cache folder", () => {
     expect(pruned.value).toEqual({ written: 0, removed: 1 });
     expect(pruned.diagnostics).toEqual([]);
     expect(fs.readdirSync(path.join(root, folder)).sort()).toEqual([`${A}.bin`, `${C}.bin`, "notes.bin"]);
+    // Pruned by the types readdir gives (ADR 0017q): a link named like an unused entry is not a
+    // regular file, so neither it nor what it points at is removed; a temporary of a compile that
+    // stopped ten minutes ago and more is, a younger one is not.
+    const outside = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "ca-outside-")), "kept.txt");
+    fs.writeFileSync(outside, "not the cache's\n");
+    fs.symlinkSync(outside, path.join(root, folder, `${D}.bin`));
+    const [old, young] = [`${B}.bin.4242.1.tmp`, `${B}.bin.4242.2.tmp`].map((n) => path.join(root, folder, n)) as [string, string];
+    fs.writeFileSync(old, "old");
+    fs.writeFileSync(young, "young");
+    fs.utimesSync(old, new Date(Date.now() - 11 * 60_000), new Date(Date.now() - 11 * 60_000));
+    const again = writeCacheEntries(root, top, folder, new Map(), new Set([C]));
+    expect(again).toEqual({ value: { written: 0, removed: 0 }, diagnostics: [] });
+    expect(fs.readdirSync(path.join(root, folder)).sort()).toEqual([`${A}.bin`, `${B}.bin.4242.2.tmp`, `${C}.bin`, `${D}.bin`, "notes.bin"]);
+    expect(fs.readFileSync(outside, "utf8")).toBe("not the cache's\n");
+    fs.rmSync(path.join(root, folder, `${D}.bin`));
 
     // The parse folder a link to elsewhere: nothing is read through it, written into it or removed from it.
     const elsewhere = fs.mkdtempSync(path.join(os.tmpdir(), "ca-elsewhere-"));

@@ -1,3 +1,5 @@
+import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -6,9 +8,12 @@ import { defaultLayout } from "../../compiler/discover/discoverProject.js";
 import type { Manifest, ManifestAsset } from "../../compiler/manifest/buildManifest.js";
 import type { DagPlan } from "../../compiler/plan/planDags.js";
 import { compileProject, type CompileResult } from "../../compiler/pipeline.js";
-import { MODULE_INDEX_PATH } from "../../compiler/render/moduleCache.js";
+import { MODULE_INDEX_KEY, MODULE_INDEX_PATH, moduleCacheWriter } from "../../compiler/render/moduleCache.js";
 import { assetRenderInputs, dagRenderInputs, renderDagModule, renderFreshnessMonitor } from "../../compiler/render/renderModules.js";
-import { CACHE_MAGIC } from "../../compiler/support/cacheEntry.js";
+import { CACHE_MAGIC, decodeCacheEntry } from "../../compiler/support/cacheEntry.js";
+import { RACY_MARGIN_NS, readStamp, sameStamp, stampOf, trustedStamp, writeStamps, type FileStamp } from "../../compiler/support/fileStamp.js";
+import { COMPILER_NAME, COMPILER_VERSION } from "../../compiler/version.js";
+import { openWrite } from "../../compiler/write/writeOutputs.js";
 import { REPO, snapshot } from "./helpers.js";
 // @ts-expect-error -- plain JavaScript module of the benchmark (scripts/bench), no type declarations
 import { writeCorpus } from "../../scripts/bench/corpus.mjs";
@@ -191,5 +196,122 @@ describe("the render stage's incremental cache", () => {
     expect(kept.cache?.modules).toBeUndefined();
     expect(kept.files?.size).toBe(modules(root).length + 1);
     expect(fs.existsSync(path.join(root, MODULE_INDEX_PATH))).toBe(false);
+  });
+
+  describe("stamps of module files (ADR 0017q)", () => {
+    const sha = (text: string): Buffer => createHash("sha256").update(text).digest();
+    const stamp = (file: string): FileStamp => stampOf(fs.lstatSync(file, { bigint: true }));
+    /** `touch -r`: the mtime (and atime) of `from`, to the nanosecond, which `fs.utimesSync`'s seconds cannot give. */
+    const touchFrom = (from: string, to: string): void => expect(spawnSync("touch", ["-r", from, to]).status).toBe(0);
+
+    it("trusts a file whose lstat is still its stamp without reading it, and reads one edited with its size and mtime restored, copied back with cp -p, or replaced", () => {
+      const root = fs.mkdtempSync(path.join(os.tmpdir(), "ca-stamps-"));
+      const layout = defaultLayout(root);
+      const relative = "generated/dags/a.py";
+      const file = path.join(root, relative);
+      const [text, edit] = ["catchup=False\n", "catchup=Fals3\n"];
+      fs.mkdirSync(path.dirname(file), { recursive: true });
+      fs.writeFileSync(file, text);
+      const reference = path.join(root, "reference.py");
+      expect(spawnSync("cp", ["-p", file, reference]).status).toBe(0);
+      const check = () => openWrite(layout, { check: true });
+      // Hashed: the stamp is the file's, taken before its bytes were read.
+      const taken = check().holdsDigest(relative, sha(text));
+      expect(taken).toEqual(stamp(file));
+      expect(check().holdsDigest(relative, sha(edit))).toBe(false);
+      // The same stamp: not read (a digest it does not have is not even looked at).
+      expect(check().holdsDigest(relative, sha(edit), taken as FileStamp)).toEqual(taken);
+
+      // Edited by hand, the same size, the mtime put back to the nanosecond: only the ctime says so.
+      fs.writeFileSync(file, edit);
+      touchFrom(reference, file);
+      const edited = stamp(file);
+      expect(edited.slice(0, 4)).toEqual((taken as FileStamp).slice(0, 4));
+      expect(edited[4]).not.toBe((taken as FileStamp)[4]);
+      expect(check().holdsDigest(relative, sha(text), taken as FileStamp)).toBe(false);
+      expect(check().holdsDigest(relative, sha(edit), taken as FileStamp)).toEqual(edited);
+      // Copied back with cp -p (the same inode, size and mtime as `edited`'s, a new ctime).
+      expect(spawnSync("cp", ["-p", reference, file]).status).toBe(0);
+      fs.writeFileSync(file, edit);
+      touchFrom(reference, file);
+      expect(check().holdsDigest(relative, sha(text), edited)).toBe(false);
+      const copied = stamp(file);
+      // Replaced: another file of the same size and mtime renamed over it (another inode).
+      const other = path.join(root, "generated/dags/other.py");
+      fs.writeFileSync(other, text);
+      touchFrom(file, other);
+      fs.renameSync(other, file);
+      expect(stamp(file)[1]).not.toBe(copied[1]);
+      expect(check().holdsDigest(relative, sha(edit), copied)).toBe(false);
+      expect(check().holdsDigest(relative, sha(text), copied)).toEqual(stamp(file));
+      // A FIFO or a folder in its place: never trusted, never read (the FIFO would block), never the digest.
+      fs.rmSync(file);
+      expect(spawnSync("mkfifo", [file]).status).toBe(0);
+      expect(check().holdsDigest(relative, sha(text), stamp(file))).toBe(false);
+      fs.rmSync(file);
+      fs.mkdirSync(file);
+      expect(check().holdsDigest(relative, sha(text), stamp(file))).toBe(false);
+      fs.rmSync(file, { recursive: true });
+      expect(check().holdsDigest(relative, sha(text), copied)).toBe(false);
+    });
+
+    it("keeps a stamp only when the file's mtime and ctime are older than the moment by more than the margin (git's racily clean rule)", () => {
+      const since = 1_764_650_000_000_000_000n;
+      const old = since - RACY_MARGIN_NS - 1n;
+      const s = (mtime: bigint, ctime: bigint): FileStamp => [2049n, 12n, 14n, mtime, ctime];
+      expect(trustedStamp(s(old, old), since)).toEqual(s(old, old));
+      // Changed in the margin; or an mtime put back (touch -r) whose ctime is recent.
+      expect(trustedStamp(s(old + 1n, old + 1n), since)).toBeUndefined();
+      expect(trustedStamp(s(old, since), since)).toBeUndefined();
+      expect(trustedStamp(s(since, old), since)).toBeUndefined();
+      // Stored as signed 64-bit numbers: an inode number of 64 bits is the same stamp read back; none is none.
+      const table = new BigInt64Array(10);
+      const big: FileStamp = [2049n, 2n ** 64n - 5n, 0n, -1_000_000_000n, old];
+      writeStamps(table, 0, big);
+      writeStamps(table, 1, undefined);
+      expect(sameStamp(readStamp(table, 0)!, big)).toBe(true);
+      expect(sameStamp(readStamp(table, 0)!, [2049n, 2n ** 64n - 4n, 0n, -1_000_000_000n, old])).toBe(false);
+      expect(readStamp(table, 1)).toBeUndefined();
+    });
+
+    it("in a compile: stamps the modules it hashed, trusts them next time, and renders again one edited by hand with its size and mtime restored, or replaced", async () => {
+      const root = copyCorpus();
+      const reference = copyCorpus();
+      compile(reference);
+      compile(root, { cache: true });
+      const all = modules(root);
+      const indexStamps = (): Map<string, FileStamp | undefined> => {
+        const decoded = decodeCacheEntry(fs.readFileSync(path.join(root, MODULE_INDEX_PATH)), { key: MODULE_INDEX_KEY, compiler: moduleCacheWriter(COMPILER_NAME, COMPILER_VERSION) });
+        const value = (decoded as { value: { paths: string[]; stamps: BigInt64Array } }).value;
+        return new Map(value.paths.map((p, i) => [p, readStamp(value.stamps, i)]));
+      };
+      // Rendered (or just written): no stamp yet. Hashed more than the margin after: stamped.
+      expect([...indexStamps().values()].every((s) => s === undefined)).toBe(true);
+      await new Promise((done) => setTimeout(done, Number(RACY_MARGIN_NS / 1_000_000n) + 200));
+      expect(compile(root, { cache: true }).cache?.modules).toEqual({ unchanged: all.length, rendered: 0 });
+      const stamps = indexStamps();
+      for (const m of all) expect(sameStamp(stamps.get(m)!, stamp(path.join(root, m))), m).toBe(true);
+      expect(compile(root, { cache: true }).cache?.modules).toEqual({ unchanged: all.length, rendered: 0 });
+
+      const [edited, replaced] = [all[3]!, all[4]!].map((m) => path.join(root, m)) as [string, string];
+      const [editedText, replacedText] = [fs.readFileSync(edited, "utf8"), fs.readFileSync(replaced, "utf8")];
+      const saved = path.join(root, "saved.py");
+      expect(spawnSync("cp", ["-p", edited, saved]).status).toBe(0);
+      fs.writeFileSync(edited, editedText.replace("catchup=False", "catchup=Fals3"));
+      touchFrom(saved, edited);
+      // Only its ctime tells: the same device, inode, size and mtime as the stamp the index holds.
+      expect(stamp(edited).slice(0, 4)).toEqual(stamps.get(all[3]!)!.slice(0, 4));
+      const other = `${replaced}.other`;
+      fs.writeFileSync(other, replacedText.replace("catchup=False", "catchup=Fals3"));
+      touchFrom(replaced, other);
+      fs.renameSync(other, replaced);
+      const checked = compile(root, { cache: true, check: true });
+      expect(checked.diagnostics.filter((d) => d.code === "CA9001").map((d) => d.location?.file)).toEqual([all[3]!, all[4]!]);
+      const fixed = compile(root, { cache: true });
+      expect(fixed.written?.written).toEqual([all[3]!, all[4]!]);
+      expect(fixed.cache?.modules).toEqual({ unchanged: all.length - 2, rendered: 2 });
+      fs.rmSync(saved);
+      expect(snapshot(path.join(root, "generated"))).toEqual(snapshot(path.join(reference, "generated")));
+    }, 60_000);
   });
 });
