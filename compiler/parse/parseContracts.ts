@@ -220,7 +220,6 @@ function makeLocator(
     return location;
   };
   const { nodes, items, keyText, ranges } = index ?? { nodes: new Int32Array(0), items: new Int32Array(0), keyText: "", ranges: new Int32Array(0) };
-  const rangeAt = (i: number): SourceLocation | undefined => (ranges[i]! >= 0 ? at(ranges[i]!, ranges[i + 1]) : undefined);
   /** The item of mapping `node` (its first at `first`, `count` of them) whose key is `key`, or -1. */
   const itemWithKey = (first: number, count: number, key: string): number => {
     for (let k = 0; k < count; k++) {
@@ -230,31 +229,39 @@ function makeLocator(
     return -1;
   };
 
+  // The walk keeps the deepest range found as two offsets (`ranges` slot of its start, or -1 for
+  // the root's) and makes the one SourceLocation at the end: the link stage asks about 10 per
+  // contract, and a location per step was most of their cost and garbage.
   return (path, part = "value") => {
     let node = nodes.length > 0 ? 0 : -1;
-    let best = rootRange ? at(rootRange[0]!, rootRange[1]) : at(0);
+    let best = -1;
+    const found = (): SourceLocation => (best >= 0 ? at(ranges[best]!, ranges[best + 1]) : rootRange ? at(rootRange[0]!, rootRange[1]) : at(0));
     for (let i = 0; i < path.length; i++) {
       const segment = path[i]!;
-      if (node < 0) return best;
+      if (node < 0) return found();
       const count = nodes[4 * node + 1]!;
       const base = nodes[4 * node + 2]!;
       const first = nodes[4 * node + 3]!;
       if (nodes[4 * node] === 1) {
         const k = itemWithKey(first, count, String(segment));
-        if (k < 0) return best;
+        if (k < 0) return found();
         const item = base + 4 * k;
-        if (i === path.length - 1 && part === "key") return rangeAt(item) ?? best;
-        best = rangeAt(item + 2) ?? rangeAt(item) ?? best;
+        if (i === path.length - 1 && part === "key") {
+          if (ranges[item]! >= 0) best = item;
+          return found();
+        }
+        if (ranges[item + 2]! >= 0) best = item + 2;
+        else if (ranges[item]! >= 0) best = item;
         node = items[3 * (first + k)]!;
       } else if (typeof segment === "number") {
-        if (!Number.isInteger(segment) || segment < 0 || segment >= count) return best;
-        best = rangeAt(base + 2 * segment) ?? best;
+        if (!Number.isInteger(segment) || segment < 0 || segment >= count) return found();
+        if (ranges[base + 2 * segment]! >= 0) best = base + 2 * segment;
         node = items[3 * (first + segment)]!;
       } else {
-        return best;
+        return found();
       }
     }
-    return best;
+    return found();
   };
 }
 

@@ -1,7 +1,8 @@
 import fs from "node:fs";
 import path from "node:path";
-import { describe, expect, it } from "vitest";
-import { defaultLayout, discoverProject, MAX_FILE_BYTES } from "../../compiler/discover/discoverProject.js";
+import os from "node:os";
+import { describe, expect, it, vi } from "vitest";
+import { defaultLayout, discoverProject, MAX_FILE_BYTES, readReferencedFiles } from "../../compiler/discover/discoverProject.js";
 import { compileProject } from "../../compiler/pipeline.js";
 import { copyBundledProject } from "./helpers.js";
 
@@ -30,6 +31,49 @@ describe("discover", () => {
     const root = fs.mkdtempSync(path.join(copyBundledProject(), "empty-"));
     const result = discoverProject(defaultLayout(root));
     expect(result.diagnostics.map((d) => d.code)).toEqual(["CA1003", "CA1006"]);
+  });
+});
+
+describe("the files contracts name", () => {
+  it("reads regular files and links that stay inside the project, asking each folder's real path once", () => {
+    const base = fs.mkdtempSync(path.join(os.tmpdir(), "referenced-"));
+    const root = path.join(base, "project");
+    fs.mkdirSync(path.join(root, "sql", "a"), { recursive: true });
+    fs.mkdirSync(path.join(root, "sql", "real"));
+    fs.mkdirSync(path.join(base, "outside"));
+    fs.writeFileSync(path.join(root, "sql", "a", "x.sql"), "select 1\r\n");
+    fs.writeFileSync(path.join(root, "sql", "a", "y.sql"), "select 2\n");
+    fs.writeFileSync(path.join(root, "sql", "real", "r.sql"), "select 3\n");
+    fs.writeFileSync(path.join(base, "outside", "o.sql"), "select 4\n");
+    fs.mkdirSync(path.join(root, "sql", "folder.sql"));
+    const link = (target: string, at: string): void => fs.symlinkSync(target, path.join(root, at));
+    link("x.sql", "sql/a/in.sql");
+    link("../../../outside/o.sql", "sql/a/out.sql");
+    link("../../outside", "sql/outdir");
+    link("real", "sql/indir");
+    link("loop_b", "sql/loop_a");
+    link("loop_a", "sql/loop_b");
+    link("nowhere", "sql/dangling.sql");
+    link("a/x.sql", "sql/file_link");
+    const paths = ["sql/a/x.sql", "sql/a/y.sql", "sql/a/in.sql", "sql/a/out.sql", "sql/outdir/o.sql", "sql/indir/r.sql", "sql/loop_a", "sql/loop_b/x.sql", "sql/dangling.sql", "sql/folder.sql", "sql/file_link", "sql/file_link/x.sql", "sql/a/missing.sql", "../outside/o.sql", "sql/a/../a/y.sql"];
+    const realpath = vi.spyOn(fs, "realpathSync");
+    try {
+      const read = readReferencedFiles(root, paths);
+      expect([...read.value]).toEqual([
+        ["sql/a/../a/y.sql", "select 2\n"],
+        ["sql/a/in.sql", "select 1\n"],
+        ["sql/a/x.sql", "select 1\n"],
+        ["sql/a/y.sql", "select 2\n"],
+        ["sql/file_link", "select 1\n"],
+        ["sql/indir/r.sql", "select 3\n"],
+      ]);
+      expect(read.diagnostics).toEqual([]);
+      // The root, the folders sql/a, sql, sql/outdir, sql/indir, sql/loop_b and sql/file_link, and
+      // the five links among the files (in, out, loop_a, dangling, file_link): not one per file (15).
+      expect(realpath.mock.calls.length).toBe(12);
+    } finally {
+      realpath.mockRestore();
+    }
   });
 });
 

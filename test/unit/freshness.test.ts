@@ -101,6 +101,22 @@ describe("cron gaps (CA4503)", () => {
     expect(zoneOffset("Europe/Berlin", Date.UTC(2040, 6, 1))).toBe(2 * 3600000);
   });
 
+  it("reads a zone's offset from Intl's wall clock as Intl's own offset name gives it", () => {
+    // longOffset prints "GMT+05:45", "GMT-03:30" or "GMT": a second reading of the same ICU data.
+    const named = (zone: string, t: number): number => {
+      const name = new Intl.DateTimeFormat("en-US", { timeZone: zone, timeZoneName: "longOffset" }).formatToParts(t).find((p) => p.type === "timeZoneName")!.value;
+      const m = /^GMT(?:([+-])(\d{2}):(\d{2}))?$/.exec(name)!;
+      return m[1] === undefined ? 0 : (m[1] === "-" ? -1 : 1) * (Number(m[2]) * 60 + Number(m[3])) * 60000;
+    };
+    const zones = ["Europe/Berlin", "America/New_York", "Asia/Kathmandu", "America/St_Johns", "Australia/Lord_Howe", "Pacific/Chatham", "Pacific/Kiritimati", "Etc/GMT+12", "UTC"];
+    // Around midnight UTC and local (hour 00, never 24), a DST change, and outside the table's window.
+    const instants = [Date.UTC(2026, 0, 1), Date.UTC(2026, 2, 29, 0, 59, 59), Date.UTC(2026, 2, 29, 1), Date.UTC(2026, 9, 25, 0, 30), Date.UTC(2026, 11, 31, 23, 59), Date.UTC(2040, 6, 1, 12)];
+    const differing = zones.flatMap((zone) => instants.filter((t) => zoneOffsetFromIntl(zone, t) !== named(zone, t)).map((t) => `${zone} ${new Date(t).toISOString()}`));
+    expect(differing).toEqual([]);
+    expect(zoneOffsetFromIntl("Asia/Kathmandu", Date.UTC(2026, 5, 1))).toBe((5 * 60 + 45) * 60000);
+    expect(zoneOffsetFromIntl("America/St_Johns", Date.UTC(2026, 0, 1))).toBe(-(3 * 60 + 30) * 60000);
+  });
+
   it("names spans as ISO-8601 durations", () => {
     expect([0, 1, 90, 3600, 86400 + 7200, 7 * 86400 + 3600, 1.5].map(formatDurationSeconds)).toEqual(["PT0S", "PT1S", "PT1M30S", "PT1H", "P1DT2H", "P7DT1H", "PT1.5S"]);
   });
