@@ -7,6 +7,7 @@ import { breakingDiagnostics, diffManifests, type ManifestDiff } from "./diff/di
 import { buildGraph, type AssetGraph } from "./graph/buildGraph.js";
 import { linkProject, type LinkedProject } from "./link/linkProject.js";
 import { buildManifest, type Manifest } from "./manifest/buildManifest.js";
+import { MANIFEST_CACHE_FOLDER, openRecordCache, RECORD_INDEX_KEY } from "./manifest/recordCache.js";
 import { MANIFEST_VERSION } from "./model/manifest.js";
 import { isOdcsDocument } from "./model/odcs.js";
 import { referencedPaths } from "./model/references.js";
@@ -56,7 +57,7 @@ export interface CompileResult {
    * With `cache`: files read from the incremental cache and files parsed, documents whose
    * validation verdict came from the cache (not validated again), entries written and removed.
    */
-  cache?: { hits: number; parsed: number; verdicts: number; written: number; removed: number; modules?: { unchanged: number; rendered: number } };
+  cache?: { hits: number; parsed: number; verdicts: number; written: number; removed: number; modules?: { unchanged: number; rendered: number }; records?: { reused: number; made: number } };
 }
 
 /** Options of a compile; the CLI's flags, and hooks for tests. */
@@ -245,8 +246,13 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
   const plans = planDags(linked.value);
   // The manifest's text (as large as its file) is held in one box, emptied once the text is
   // written or compared (ADR 0017i).
-  const { manifest, manifestText, manifestDiagnostics } = boxedManifest(() => buildManifest(linked.value, graph.value, plans.value, planFreshnessMonitor(linked.value)));
-  diagnostics.push(...plans.diagnostics, ...manifestDiagnostics);
+  // With the cache, the records whose value the last compile's manifest holds are sliced out of
+  // its file rather than written out again (ADR 0017p).
+  const records = parseCache
+    ? openRecordCache({ name: COMPILER_NAME, version: COMPILER_VERSION }, readCacheEntries(layout.root, MANIFEST_CACHE_FOLDER, [RECORD_INDEX_KEY]), () => discovered.value.outputManifestBytes?.())
+    : undefined;
+  const { manifest, manifestText, manifestDiagnostics } = boxedManifest(() => buildManifest(linked.value, graph.value, plans.value, planFreshnessMonitor(linked.value), records?.texts));
+  diagnostics.push(...plans.diagnostics, ...manifestDiagnostics, ...(records?.notes ?? []));
   result.manifest = manifest;
   // Read against the new manifest: the same text is the same state (this compiler wrote it, so it
   // needs no parse or schema check: the no-op compile, `--check` and `validate` of an up-to-date
@@ -307,6 +313,10 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
         const written = write.finish();
         diagnostics.push(...written.diagnostics);
         result.written = written.value;
+        // The index describes the manifest file only once the file holds the new text (not after --check).
+        if (records && options.write === "write" && !hasErrors(written.diagnostics)) {
+          diagnostics.push(...writeCacheEntries(layout.root, CACHE_FOLDER, MANIFEST_CACHE_FOLDER, new Map([[RECORD_INDEX_KEY, records.encode()]]), new Set(), Diagnostics.RecordIndexNotWritten).diagnostics);
+        }
       }
     }
     if (modules) {
@@ -314,7 +324,7 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
       moduleCounts = modules.counts;
     }
   }
-  if (parseCache) result.cache = { hits: parseCache.hits, parsed: parseCache.parsed, verdicts: reused, written: cached!.value.written, removed: cached!.value.removed, ...(moduleCounts ? { modules: moduleCounts } : {}) };
+  if (parseCache) result.cache = { hits: parseCache.hits, parsed: parseCache.parsed, verdicts: reused, written: cached!.value.written, removed: cached!.value.removed, ...(moduleCounts ? { modules: moduleCounts } : {}), ...(records ? { records: records.counts } : {}) };
   result.diagnostics = sortDiagnostics(diagnostics);
   return result;
 }

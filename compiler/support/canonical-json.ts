@@ -136,15 +136,43 @@ function asciiPiece(text: string): string {
 }
 
 /**
- * The canonical JSON of a large object whose top-level arrays hold records (the manifest): the
- * text of `asciiJson(canonicalJson(value))`, built a top-level field, or {@link RECORDS_PER_PIECE}
- * records of a top-level array, at a time, each piece made ASCII and one byte per character, then
- * joined once. A whole text with a single character beyond Latin-1 would be held as UTF-16 (two
- * bytes per character), and JSON.stringify builds its result from parts before copying it out;
- * this holds the text's length in bytes about twice at its peak, not four times.
+ * What {@link canonicalJsonAsciiPieces} is told about the records of some top-level arrays (the
+ * manifest's `assets` and `dags`): each record is then made on its own, or taken as the caller
+ * knows it, and where its text lies in the whole is reported.
  */
-export function canonicalJsonAscii(value: Record<string, unknown>): string {
+export interface RecordTexts {
+  /** The top-level arrays whose records are taken one at a time. */
+  readonly fields: readonly string[];
+  /**
+   * The text of `record` (element `index` of the top-level array `field`) as it stands in the
+   * whole, from its `{` to its `}` (indented as an element of a top-level array), when the caller
+   * knows it; undefined to have it made. The caller answers only with the text this function
+   * would make (ASCII, one byte per character), or the whole is not canonical.
+   */
+  known(field: string, index: number, record: unknown): string | undefined;
+  /** Where the text of element `index` of `field` lies in the whole: `[start, end)`, in characters (bytes: the text is ASCII). */
+  placed(field: string, index: number, start: number, end: number): void;
+  /** Handed every piece of the whole, in order, once the last is made (before they are joined). */
+  finished?(pieces: readonly string[]): void;
+}
+
+/**
+ * The pieces of {@link canonicalJsonAscii}'s text, in order (their join is that text; each piece
+ * ASCII and one byte per character). With `records`, each element of the arrays it names is one
+ * piece, its text asked of `records.known` first and made only when unknown, and its place in the
+ * whole reported to `records.placed`; the text is the same as without it whenever `known` answers
+ * as its contract says. Throws as {@link canonicalJson} throws (on a record made here).
+ */
+export function canonicalJsonAsciiPieces(value: Record<string, unknown>, records?: RecordTexts): string[] {
   const parts: string[] = ["{"];
+  // Characters in `parts` so far: where the next record's text starts.
+  let length = 1;
+  const push = (...texts: string[]): void => {
+    for (const text of texts) {
+      parts.push(text);
+      length += text.length;
+    }
+  };
   // Sort for determinism, in canonicalJson's order: a fresh object's, so keys that are array
   // indices come first (`__proto__` left out, as canonicalJson leaves it out).
   const order: Record<string, true> = {};
@@ -154,19 +182,47 @@ export function canonicalJsonAscii(value: Record<string, unknown>): string {
     const field = value[key];
     // `{"key": ...}` in the layout of the whole: the field as it stands at depth 1.
     const member = (v: unknown): string => JSON.stringify({ [key]: inCanonicalOrder(v, []) }, null, 2);
-    if (k) parts.push(",");
-    if (!Array.isArray(field) || field.length <= RECORDS_PER_PIECE) {
-      parts.push(asciiPiece(member(field).slice(1, -2)));
+    if (k) push(",");
+    const head = `{\n  ${JSON.stringify(key)}: [`;
+    const tail = "\n  ]\n}".length;
+    if (Array.isArray(field) && field.length > 0 && records?.fields.includes(key)) {
+      push(head.slice(1));
+      for (let i = 0; i < field.length; i++) {
+        const record: unknown = field[i];
+        // One record as the element of a one-element array: `\n    {` ... `}` (checked as canonicalJson checks it).
+        const text = records.known(key, i, record) ?? asciiPiece(member([record]).slice(head.length + "\n    ".length, -tail));
+        push(i ? ",\n    " : "\n    ");
+        records.placed(key, i, length, length + text.length);
+        push(text);
+      }
+      push("\n  ]");
       return;
     }
-    const head = `{\n  ${JSON.stringify(key)}: [`;
-    parts.push(asciiPiece(head.slice(1)));
+    if (!Array.isArray(field) || field.length <= RECORDS_PER_PIECE) {
+      push(asciiPiece(member(field).slice(1, -2)));
+      return;
+    }
+    push(asciiPiece(head.slice(1)));
     for (let i = 0; i < field.length; i += RECORDS_PER_PIECE) {
       const text = member(field.slice(i, i + RECORDS_PER_PIECE));
-      parts.push(i ? "," : "", asciiPiece(text.slice(head.length, -"\n  ]\n}".length)));
+      push(i ? "," : "", asciiPiece(text.slice(head.length, -tail)));
     }
-    parts.push("\n  ]");
+    push("\n  ]");
   });
-  parts.push(parts.length > 1 ? "\n}\n" : "}\n");
-  return parts.join("");
+  push(parts.length > 1 ? "\n}\n" : "}\n");
+  records?.finished?.(parts);
+  return parts;
+}
+
+/**
+ * The canonical JSON of a large object whose top-level arrays hold records (the manifest): the
+ * text of `asciiJson(canonicalJson(value))`, built a top-level field, or {@link RECORDS_PER_PIECE}
+ * records of a top-level array, at a time, each piece made ASCII and one byte per character, then
+ * joined once. A whole text with a single character beyond Latin-1 would be held as UTF-16 (two
+ * bytes per character), and JSON.stringify builds its result from parts before copying it out;
+ * this holds the text's length in bytes about twice at its peak, not four times. `records`: see
+ * {@link canonicalJsonAsciiPieces}.
+ */
+export function canonicalJsonAscii(value: Record<string, unknown>, records?: RecordTexts): string {
+  return canonicalJsonAsciiPieces(value, records).join("");
 }
