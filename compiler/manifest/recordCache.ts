@@ -178,7 +178,7 @@ export function openRecordCache(compiler: { name: string; version: string }, rea
           return undefined;
         }
         counts.reused++;
-        return bytes!.toString("latin1", spans[2 * at]!, spans[2 * at + 1]!);
+        return { bytes: bytes!, start: spans[2 * at]!, end: spans[2 * at + 1]! };
       },
       placed(_field, _index, start, end) {
         if (asked === undefined) return;

@@ -146,15 +146,27 @@ export interface RecordTexts {
   /**
    * The text of `record` (element `index` of the top-level array `field`) as it stands in the
    * whole, from its `{` to its `}` (indented as an element of a top-level array), when the caller
-   * knows it; undefined to have it made. The caller answers only with the text this function
-   * would make (ASCII, one byte per character), or the whole is not canonical.
+   * knows it: a string, or the bytes `[start, end)` of an ASCII text (read as Latin-1, one byte a
+   * character); undefined to have it made. The caller answers only with the text this function
+   * would make (ASCII), or the whole is not canonical. Consecutive records answered from the same
+   * bytes, lying there with just the separator between them, become one piece.
    */
-  known(field: string, index: number, record: unknown): string | undefined;
+  known(field: string, index: number, record: unknown): string | KnownBytes | undefined;
   /** Where the text of element `index` of `field` lies in the whole: `[start, end)`, in characters (bytes: the text is ASCII). */
   placed(field: string, index: number, start: number, end: number): void;
   /** Handed every piece of the whole, in order, once the last is made (before they are joined). */
   finished?(pieces: readonly string[]): void;
 }
+
+/** A known text as bytes of a larger ASCII text: `bytes[start, end)` (see {@link RecordTexts.known}). */
+export interface KnownBytes {
+  bytes: Uint8Array;
+  start: number;
+  end: number;
+}
+
+/** The separator of two elements of a top-level array, as bytes. */
+const SEPARATOR = Array.from(",\n    ", (c) => c.charCodeAt(0));
 
 /**
  * The pieces of {@link canonicalJsonAscii}'s text, in order (their join is that text; each piece
@@ -164,7 +176,8 @@ export interface RecordTexts {
  * as its contract says. Throws as {@link canonicalJson} throws (on a record made here).
  */
 export function canonicalJsonAsciiPieces(value: Record<string, unknown>, records?: RecordTexts): string[] {
-  const parts: string[] = ["{"];
+  // Strings, and known bytes taken as they are (one piece for a run of consecutive records).
+  const parts: Array<string | KnownBytes> = ["{"];
   // Characters in `parts` so far: where the next record's text starts.
   let length = 1;
   const push = (...texts: string[]): void => {
@@ -172,6 +185,18 @@ export function canonicalJsonAsciiPieces(value: Record<string, unknown>, records
       parts.push(text);
       length += text.length;
     }
+  };
+  const pushKnown = (known: KnownBytes, first: boolean): void => {
+    const last = parts[parts.length - 1]!;
+    // The separator before it is already in the bytes of the record before it: extend that piece.
+    if (!first && typeof last !== "string" && last.bytes === known.bytes && known.start - last.end === SEPARATOR.length && SEPARATOR.every((b, i) => known.bytes[last.end + i] === b)) {
+      length += known.end - last.end;
+      last.end = known.end;
+      return;
+    }
+    push(first ? "\n    " : ",\n    ");
+    parts.push({ ...known });
+    length += known.end - known.start;
   };
   // Sort for determinism, in canonicalJson's order: a fresh object's, so keys that are array
   // indices come first (`__proto__` left out, as canonicalJson leaves it out).
@@ -190,7 +215,14 @@ export function canonicalJsonAsciiPieces(value: Record<string, unknown>, records
       for (let i = 0; i < field.length; i++) {
         const record: unknown = field[i];
         // One record as the element of a one-element array: `\n    {` ... `}` (checked as canonicalJson checks it).
-        const text = records.known(key, i, record) ?? asciiPiece(member([record]).slice(head.length + "\n    ".length, -tail));
+        const known = records.known(key, i, record);
+        if (known !== undefined && typeof known !== "string") {
+          const start = length + (i ? SEPARATOR.length : "\n    ".length);
+          pushKnown(known, i === 0);
+          records.placed(key, i, start, length);
+          continue;
+        }
+        const text = known ?? asciiPiece(member([record]).slice(head.length + "\n    ".length, -tail));
         push(i ? ",\n    " : "\n    ");
         records.placed(key, i, length, length + text.length);
         push(text);
@@ -210,8 +242,9 @@ export function canonicalJsonAsciiPieces(value: Record<string, unknown>, records
     push("\n  ]");
   });
   push(parts.length > 1 ? "\n}\n" : "}\n");
-  records?.finished?.(parts);
-  return parts;
+  const texts = parts.map((part) => (typeof part === "string" ? part : Buffer.from(part.bytes.buffer, part.bytes.byteOffset, part.bytes.byteLength).toString("latin1", part.start, part.end)));
+  records?.finished?.(texts);
+  return texts;
 }
 
 /**
