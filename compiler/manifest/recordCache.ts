@@ -125,7 +125,7 @@ function decodeIndex(read: CacheEntriesRead, writer: string): IndexPayload | { p
 export interface RecordCache {
   /** The CA1952 note when the index found could not be used. */
   notes: Diagnostic[];
-  /** What `canonicalJsonAsciiPieces` asks and tells (`buildManifest`). */
+  /** What `canonicalJsonAscii` asks and tells (`buildManifest`). */
   texts: RecordTexts;
   /** Records whose text was taken from the previous manifest, and records written out. */
   counts: { reused: number; made: number };
@@ -186,14 +186,12 @@ export function openRecordCache(compiler: { name: string; version: string }, rea
         places.push(start, end);
         asked = undefined;
       },
-      finished(pieces) {
+      finished(text) {
         // The previous text is not held past the manifest stage.
         bytes = undefined;
         stored.clear();
-        // The pieces are ASCII: one byte per character, the bytes the write puts on the disk.
-        const hash = createHash("sha256");
-        for (const piece of pieces) hash.update(piece, "latin1");
-        digest = hash.digest("hex");
+        // The text's bytes are the ones the write puts on the disk (ASCII: UTF-8 is the same).
+        digest = createHash("sha256").update(text).digest("hex");
       },
     },
     encode() {

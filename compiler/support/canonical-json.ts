@@ -136,7 +136,7 @@ function asciiPiece(text: string): string {
 }
 
 /**
- * What {@link canonicalJsonAsciiPieces} is told about the records of some top-level arrays (the
+ * What {@link canonicalJsonAscii} is told about the records of some top-level arrays (the
  * manifest's `assets` and `dags`): each record is then made on its own, or taken as the caller
  * knows it, and where its text lies in the whole is reported.
  */
@@ -154,8 +154,8 @@ export interface RecordTexts {
   known(field: string, index: number, record: unknown): string | KnownBytes | undefined;
   /** Where the text of element `index` of `field` lies in the whole: `[start, end)`, in characters (bytes: the text is ASCII). */
   placed(field: string, index: number, start: number, end: number): void;
-  /** Handed every piece of the whole, in order, once the last is made (before they are joined). */
-  finished?(pieces: readonly string[]): void;
+  /** Handed the whole text's bytes (ASCII), once made, before they are read as the text. */
+  finished?(bytes: Uint8Array): void;
 }
 
 /** A known text as bytes of a larger ASCII text: `bytes[start, end)` (see {@link RecordTexts.known}). */
@@ -169,13 +169,13 @@ export interface KnownBytes {
 const SEPARATOR = Array.from(",\n    ", (c) => c.charCodeAt(0));
 
 /**
- * The pieces of {@link canonicalJsonAscii}'s text, in order (their join is that text; each piece
- * ASCII and one byte per character). With `records`, each element of the arrays it names is one
- * piece, its text asked of `records.known` first and made only when unknown, and its place in the
- * whole reported to `records.placed`; the text is the same as without it whenever `known` answers
- * as its contract says. Throws as {@link canonicalJson} throws (on a record made here).
+ * The parts of {@link canonicalJsonAscii}'s text, in order, and their length in characters: strings
+ * (ASCII, one byte per character) and, with `records`, known bytes. With `records`, each element
+ * of the arrays it names is a part, its text asked of `records.known` first and made only when
+ * unknown, and its place in the whole reported to `records.placed`. Throws as
+ * {@link canonicalJson} throws (on a record made here).
  */
-export function canonicalJsonAsciiPieces(value: Record<string, unknown>, records?: RecordTexts): string[] {
+function canonicalParts(value: Record<string, unknown>, records?: RecordTexts): { parts: Array<string | KnownBytes>; length: number } {
   // Strings, and known bytes taken as they are (one piece for a run of consecutive records).
   const parts: Array<string | KnownBytes> = ["{"];
   // Characters in `parts` so far: where the next record's text starts.
@@ -242,9 +242,7 @@ export function canonicalJsonAsciiPieces(value: Record<string, unknown>, records
     push("\n  ]");
   });
   push(parts.length > 1 ? "\n}\n" : "}\n");
-  const texts = parts.map((part) => (typeof part === "string" ? part : Buffer.from(part.bytes.buffer, part.bytes.byteOffset, part.bytes.byteLength).toString("latin1", part.start, part.end)));
-  records?.finished?.(texts);
-  return texts;
+  return { parts, length };
 }
 
 /**
@@ -253,9 +251,22 @@ export function canonicalJsonAsciiPieces(value: Record<string, unknown>, records
  * records of a top-level array, at a time, each piece made ASCII and one byte per character, then
  * joined once. A whole text with a single character beyond Latin-1 would be held as UTF-16 (two
  * bytes per character), and JSON.stringify builds its result from parts before copying it out;
- * this holds the text's length in bytes about twice at its peak, not four times. `records`: see
- * {@link canonicalJsonAsciiPieces}.
+ * this holds the text's length in bytes about twice at its peak, not four times.
+ *
+ * With `records` ({@link RecordTexts}), each record of the arrays it names is made on its own or
+ * taken as `records.known` answers, and the parts are copied into one buffer (known bytes without
+ * becoming strings first), handed to `records.finished`, then read as the text: the same text as
+ * without `records` whenever `known` answers as its contract says.
  */
 export function canonicalJsonAscii(value: Record<string, unknown>, records?: RecordTexts): string {
-  return canonicalJsonAsciiPieces(value, records).join("");
+  const { parts, length } = canonicalParts(value, records);
+  if (!records) return (parts as string[]).join("");
+  const whole = Buffer.allocUnsafe(length);
+  let at = 0;
+  for (const part of parts) {
+    if (typeof part === "string") at += whole.write(part, at, "latin1");
+    else at += Buffer.from(part.bytes.buffer, part.bytes.byteOffset, part.bytes.byteLength).copy(whole, at, part.start, part.end);
+  }
+  records.finished?.(whole);
+  return whole.toString("latin1", 0, length);
 }
