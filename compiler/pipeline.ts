@@ -55,7 +55,9 @@ export interface CompileResult {
   written?: WriteReport;
   /**
    * With `cache`: files read from the incremental cache and files parsed, documents whose
-   * validation verdict came from the cache (not validated again), entries written and removed.
+   * validation verdict came from the cache (not validated again), entries written and removed;
+   * DAG modules found unchanged and rendered (ADR 0017n); records of the manifest whose text was
+   * taken from the last manifest and records written out (ADR 0017p).
    */
   cache?: { hits: number; parsed: number; verdicts: number; written: number; removed: number; modules?: { unchanged: number; rendered: number }; records?: { reused: number; made: number } };
 }

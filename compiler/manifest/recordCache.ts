@@ -129,7 +129,7 @@ export interface RecordCache {
   texts: RecordTexts;
   /** Records whose text was taken from the previous manifest, and records written out. */
   counts: { reused: number; made: number };
-  /** The new index's bytes: the text `texts` was last handed the pieces of, and its records. Write it once the file holds that text. */
+  /** The new index's bytes: the sha256 of the text `texts.finished` was handed, and its records' keys and places. Write it once the file holds that text. */
   encode(): Uint8Array;
 }
 
