@@ -2,6 +2,7 @@ import path from "node:path";
 import { createDiagnostic, Diagnostics } from "./diagnostics/catalogue.js";
 import { hasErrors, sortDiagnostics, type Diagnostic, type StageResult } from "./diagnostics/diagnostic.js";
 import { openCacheReader, readCacheEntries } from "./discover/readCache.js";
+import type { RecordPlaces } from "./discover/readManifest.js";
 import { discoverProject, MAX_FILE_BYTES, MAX_MANIFEST_BYTES, readReferencedFiles, readSourceFile, type ProjectLayout, type SourceFile } from "./discover/discoverProject.js";
 import { breakingDiagnostics, diffManifests, type ManifestDiff } from "./diff/diffManifests.js";
 import { buildGraph, type AssetGraph } from "./graph/buildGraph.js";
@@ -198,7 +199,7 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
   let previousFile: { path: string; text: string } | undefined;
   // The output folder's manifest, when it was found holding the new manifest's bytes.
   let previousHolding: string | undefined;
-  const checkPrevious = (current?: { manifest: Manifest; text: string }): Manifest | undefined => {
+  const checkPrevious = (current?: { manifest: Manifest; text: string; places?: RecordPlaces }): Manifest | undefined => {
     if (!previousChecked && discovered.value.checkPrevious) {
       const checked = discovered.value.checkPrevious(current);
       previousFile = checked.file;
@@ -259,7 +260,8 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
   // Read against the new manifest: the same text is the same state (this compiler wrote it, so it
   // needs no parse or schema check: the no-op compile, `--check` and `validate` of an up-to-date
   // project), and otherwise only the records whose text changed are parsed (ADR 0017d).
-  if (!options.previousManifest) checkPrevious({ manifest, text: manifestText.text! });
+  // The record cache knows where the records it reused lie in both texts (ADR 0017p).
+  if (!options.previousManifest) checkPrevious({ manifest, text: manifestText.text!, ...(records?.places() ? { places: records.places()! } : {}) });
   const previous = previousStateOf();
   if (previousManifest) result.previousManifest = previousManifest;
   if (previousFile && diagnostics.some((d) => d.location?.file === previousFile!.path)) sources.set(previousFile.path, previousFile.text);

@@ -8,7 +8,7 @@ import type { Manifest } from "../model/manifest.js";
 import { compareStrings } from "../support/compare.js";
 import { relativePosix, staysInside, toPosix } from "../support/paths.js";
 import { utf8Chunks } from "../support/utf8.js";
-import { AsciiText, readPreviousManifest, wholeText, type ManifestText } from "./readManifest.js";
+import { AsciiText, readPreviousManifest, wholeText, type ManifestText, type RecordPlaces } from "./readManifest.js";
 
 /** Largest contract or config file read, in bytes; a larger one is CA1002 (guards memory and time). */
 export const MAX_FILE_BYTES = 1024 * 1024;
@@ -55,7 +55,7 @@ export interface DiscoveredProject {
    * rather than parsed, and a manifest of the very same text is not parsed at all
    * (`parseManifestAgainst`; ADR 0017, 0017d).
    */
-  checkPrevious?: (current?: { manifest: Manifest; text: string }) => PreviousState;
+  checkPrevious?: (current?: { manifest: Manifest; text: string; places?: RecordPlaces }) => PreviousState;
   /** True when the output folder's previous state was asked for and there is no manifest at all (a first compile). */
   firstCompile?: boolean;
   /**
@@ -317,10 +317,12 @@ function discoverPreviousState(layout: ProjectLayout, options: DiscoverOptions, 
         checked = { value: current.manifest, diagnostics: [], holding: holds.path };
         return checked;
       }
+      // The record cache's places describe the output folder's bytes read early, and no other text.
+      const against = current && (previous !== "output" || !early?.bytes) ? { manifest: current.manifest, text: current.text } : current;
       const read = readFile!();
       readFile = undefined;
       early = undefined;
-      const manifest = read.file ? readPreviousManifest(read.file, options.force ?? false, current) : { diagnostics: [] };
+      const manifest = read.file ? readPreviousManifest(read.file, options.force ?? false, against) : { diagnostics: [] };
       checked = { value: manifest.manifest, diagnostics: forced([...read.diagnostics, ...manifest.diagnostics], options) };
       // The text goes to the first caller only, to keep for an excerpt or to let go: not memoised;
       // decoded whole only if asked for.

@@ -2,6 +2,7 @@ import crypto, { createHash } from "node:crypto";
 import { createDiagnostic, Diagnostics } from "../diagnostics/catalogue.js";
 import type { Diagnostic } from "../diagnostics/diagnostic.js";
 import type { CacheEntriesRead } from "../discover/readCache.js";
+import type { RecordPlaces } from "../discover/readManifest.js";
 import { CACHE_FOLDER, cacheWriter } from "../parse/parseCache.js";
 import { decodeCacheEntry, encodeCacheEntry } from "../support/cacheEntry.js";
 import type { RecordTexts } from "../support/canonical-json.js";
@@ -24,7 +25,7 @@ export const RECORD_INDEX_KEY = "records";
 /** The index file, project-relative: where its notes point. */
 export const RECORD_INDEX_PATH = `${MANIFEST_CACHE_FOLDER}/${RECORD_INDEX_KEY}.bin`;
 
-/** The top-level arrays of the manifest whose records are keyed. */
+/** The top-level arrays of the manifest whose records are keyed, in code-unit order: the order canonical JSON places them (and the index lists their records). */
 export const KEYED_ARRAYS = ["assets", "dags"] as const;
 
 /** What decides a record's text: the canonical JSON and the manifest's layout (with all they import). */
@@ -91,11 +92,15 @@ export function recordKey(record: unknown): string | undefined {
   return typeof text === "string" && isPlainJson(record) ? sha256(text) : undefined;
 }
 
-/** The index's payload: the sha256 (hex) of the manifest text, the records' keys and `[start, end)` of each in it. */
+/**
+ * The index's payload: the sha256 (hex) of the manifest text, the records' keys and `[start, end)`
+ * of each in it, in the text's order, and how many of them are of each of {@link KEYED_ARRAYS}.
+ */
 interface IndexPayload {
   digest: string;
   keys: string[];
   spans: Uint32Array;
+  counts: number[];
 }
 
 /** Why the index found cannot be used, or its payload. */
@@ -115,7 +120,11 @@ function decodeIndex(read: CacheEntriesRead, writer: string): IndexPayload | { p
     Array.isArray(p.keys) &&
     p.spans instanceof Uint32Array &&
     p.spans.length === 2 * p.keys.length &&
-    p.keys.every((k) => typeof k === "string");
+    p.keys.every((k) => typeof k === "string") &&
+    Array.isArray(p.counts) &&
+    p.counts.length === KEYED_ARRAYS.length &&
+    p.counts.every((n) => Number.isSafeInteger(n) && n >= 0) &&
+    p.counts.reduce((a, b) => a + b, 0) === p.keys.length;
   if (!shaped) return { problem: "damaged", detail: "it holds no index of records" };
   for (let i = 0; i < p.spans!.length; i += 2) if (p.spans![i]! >= p.spans![i + 1]!) return { problem: "damaged", detail: "a record of it ends before it starts" };
   return p as IndexPayload;
@@ -131,6 +140,13 @@ export interface RecordCache {
   counts: { reused: number; made: number };
   /** The new index's bytes: the sha256 of the text `texts.finished` was handed, and its records' keys and places. Write it once the file holds that text. */
   encode(): Uint8Array;
+  /**
+   * Where the records lie in the previous text (the bytes `previous` gave, checked against the
+   * index) and in the text just made, and which previous record each reused one is: for reading
+   * the previous manifest against the new one (`parseManifestAgainst`). Undefined when nothing
+   * was reused, or the index does not hold every array's records.
+   */
+  places(): RecordPlaces | undefined;
 }
 
 /**
@@ -157,6 +173,12 @@ export function openRecordCache(compiler: { name: string; version: string }, rea
     }
   }
   const spans = found && !("problem" in found) ? found.spans : new Uint32Array(0);
+  // Where each array's records start among the index's: a record of another array is never shared.
+  const firsts: number[] = [];
+  if (found && !("problem" in found)) found.counts.reduce((at, n) => (firsts.push(at), at + n), 0);
+  const counted = found && !("problem" in found) ? found.counts : [];
+  // Per array of this text: each record's place, and the previous record it was taken from (-1: made).
+  const current = KEYED_ARRAYS.map(() => ({ places: [] as number[], shared: [] as number[], keyed: 0 }));
   // The next index, in the order the records were placed.
   const keys: string[] = [];
   const places: number[] = [];
@@ -169,19 +191,27 @@ export function openRecordCache(compiler: { name: string; version: string }, rea
     counts,
     texts: {
       fields: KEYED_ARRAYS,
-      known(_field, _index, record) {
+      known(field, _index, record) {
         asked = recordKey(record);
         const at = asked === undefined ? undefined : stored.get(asked);
+        const array = KEYED_ARRAYS.indexOf(field as (typeof KEYED_ARRAYS)[number]);
         // A record's text starts with `{` and ends with `}`: anything else is not what was indexed.
         if (at === undefined || bytes![spans[2 * at]!] !== 0x7b || bytes![spans[2 * at + 1]! - 1] !== 0x7d) {
           counts.made++;
+          current[array]?.shared.push(-1);
           return undefined;
         }
         counts.reused++;
+        // The previous record of the same array, by its index there (one of another array: none).
+        const first = firsts[array];
+        current[array]?.shared.push(first !== undefined && at >= first && at < first + counted[array]! ? at - first : -1);
         return { bytes: bytes!, start: spans[2 * at]!, end: spans[2 * at + 1]! };
       },
-      placed(_field, _index, start, end) {
+      placed(field, _index, start, end) {
+        const array = current[KEYED_ARRAYS.indexOf(field as (typeof KEYED_ARRAYS)[number])];
+        array?.places.push(start, end);
         if (asked === undefined) return;
+        if (array) array.keyed++;
         keys.push(asked);
         places.push(start, end);
         asked = undefined;
@@ -195,8 +225,16 @@ export function openRecordCache(compiler: { name: string; version: string }, rea
       },
     },
     encode() {
-      const payload: IndexPayload = { digest, keys, spans: Uint32Array.from(places) };
+      const payload: IndexPayload = { digest, keys, spans: Uint32Array.from(places), counts: current.map((c) => c.keyed) };
       return encodeCacheEntry(RECORD_INDEX_KEY, writer, payload);
+    },
+    places() {
+      if (counts.reused === 0 || firsts.length !== KEYED_ARRAYS.length) return undefined;
+      const out: Partial<RecordPlaces> = {};
+      for (const [k, key] of KEYED_ARRAYS.entries()) {
+        out[key] = { previous: spans.subarray(2 * firsts[k]!, 2 * (firsts[k]! + counted[k]!)), current: current[k]!.places, shared: current[k]!.shared };
+      }
+      return out as RecordPlaces;
     },
   };
 }

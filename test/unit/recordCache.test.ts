@@ -3,6 +3,8 @@ import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { defaultLayout } from "../../compiler/discover/discoverProject.js";
+import { parseManifest } from "../../compiler/discover/readManifest.js";
+import { diffManifests } from "../../compiler/diff/diffManifests.js";
 import { RECORD_INDEX_PATH } from "../../compiler/manifest/recordCache.js";
 import { compileProject, type CompileResult } from "../../compiler/pipeline.js";
 import { snapshot } from "./helpers.js";
@@ -76,8 +78,12 @@ describe("the manifest's record cache in a compile", () => {
         let seen = 0;
         fs.writeFileSync(file, text.replace(/description: "/g, (m) => (seen++ === at ? `${m}edit ${round} ` : m)));
       }
+      const previous = parseManifest(manifestOf(root).toString("latin1")).manifest!;
       const warm = compile(root, { cache: true });
       expect(warm.diagnostics.filter((d) => d.severity === "error")).toEqual([]);
+      // The previous manifest, read against the new one where the cache says its records lie, is the file parsed whole.
+      expect(warm.previousManifest).toEqual(previous);
+      expect(warm.diff).toEqual(diffManifests(previous, warm.manifest!, new Set()));
       const reference = fs.mkdtempSync(path.join(os.tmpdir(), "ca-records-cold-"));
       fs.cpSync(path.join(root, "contracts"), path.join(reference, "contracts"), { recursive: true });
       for (const other of fs.readdirSync(root)) if (other !== "contracts" && other !== "generated" && other !== ".contract-assets") fs.cpSync(path.join(root, other), path.join(reference, other), { recursive: true });
