@@ -2,11 +2,13 @@ import path from "node:path";
 import { createDiagnostic, Diagnostics } from "./diagnostics/catalogue.js";
 import { hasErrors, sortDiagnostics, type Diagnostic, type StageResult } from "./diagnostics/diagnostic.js";
 import { openCacheReader, readCacheEntries } from "./discover/readCache.js";
+import type { RecordPlaces } from "./discover/readManifest.js";
 import { discoverProject, MAX_FILE_BYTES, MAX_MANIFEST_BYTES, readReferencedFiles, readSourceFile, type ProjectLayout, type SourceFile } from "./discover/discoverProject.js";
 import { breakingDiagnostics, diffManifests, type ManifestDiff } from "./diff/diffManifests.js";
 import { buildGraph, type AssetGraph } from "./graph/buildGraph.js";
 import { linkProject, type LinkedProject } from "./link/linkProject.js";
 import { buildManifest, type Manifest } from "./manifest/buildManifest.js";
+import { MANIFEST_CACHE_FOLDER, openRecordCache, RECORD_INDEX_KEY } from "./manifest/recordCache.js";
 import { MANIFEST_VERSION } from "./model/manifest.js";
 import { isOdcsDocument } from "./model/odcs.js";
 import { referencedPaths } from "./model/references.js";
@@ -54,9 +56,11 @@ export interface CompileResult {
   written?: WriteReport;
   /**
    * With `cache`: files read from the incremental cache and files parsed, documents whose
-   * validation verdict came from the cache (not validated again), entries written and removed.
+   * validation verdict came from the cache (not validated again), entries written and removed;
+   * DAG modules found unchanged and rendered (ADR 0017n); records of the manifest whose text was
+   * taken from the last manifest and records written out (ADR 0017p).
    */
-  cache?: { hits: number; parsed: number; verdicts: number; written: number; removed: number; modules?: { unchanged: number; rendered: number } };
+  cache?: { hits: number; parsed: number; verdicts: number; written: number; removed: number; modules?: { unchanged: number; rendered: number }; records?: { reused: number; made: number } };
 }
 
 /** Options of a compile; the CLI's flags, and hooks for tests. */
@@ -195,7 +199,7 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
   let previousFile: { path: string; text: string } | undefined;
   // The output folder's manifest, when it was found holding the new manifest's bytes.
   let previousHolding: string | undefined;
-  const checkPrevious = (current?: { manifest: Manifest; text: string }): Manifest | undefined => {
+  const checkPrevious = (current?: { manifest: Manifest; text: string; places?: RecordPlaces }): Manifest | undefined => {
     if (!previousChecked && discovered.value.checkPrevious) {
       const checked = discovered.value.checkPrevious(current);
       previousFile = checked.file;
@@ -245,13 +249,19 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
   const plans = planDags(linked.value);
   // The manifest's text (as large as its file) is held in one box, emptied once the text is
   // written or compared (ADR 0017i).
-  const { manifest, manifestText, manifestDiagnostics } = boxedManifest(() => buildManifest(linked.value, graph.value, plans.value, planFreshnessMonitor(linked.value)));
-  diagnostics.push(...plans.diagnostics, ...manifestDiagnostics);
+  // With the cache, the records whose value the last compile's manifest holds are sliced out of
+  // its file rather than written out again (ADR 0017p).
+  const records = parseCache
+    ? openRecordCache({ name: COMPILER_NAME, version: COMPILER_VERSION }, readCacheEntries(layout.root, MANIFEST_CACHE_FOLDER, [RECORD_INDEX_KEY]), () => discovered.value.outputManifestBytes?.())
+    : undefined;
+  const { manifest, manifestText, manifestDiagnostics } = boxedManifest(() => buildManifest(linked.value, graph.value, plans.value, planFreshnessMonitor(linked.value), records?.texts));
+  diagnostics.push(...plans.diagnostics, ...manifestDiagnostics, ...(records?.notes ?? []));
   result.manifest = manifest;
   // Read against the new manifest: the same text is the same state (this compiler wrote it, so it
   // needs no parse or schema check: the no-op compile, `--check` and `validate` of an up-to-date
   // project), and otherwise only the records whose text changed are parsed (ADR 0017d).
-  if (!options.previousManifest) checkPrevious({ manifest, text: manifestText.text! });
+  // The record cache knows where the records it reused lie in both texts (ADR 0017p).
+  if (!options.previousManifest) checkPrevious({ manifest, text: manifestText.text!, ...(records?.places() ? { places: records.places()! } : {}) });
   const previous = previousStateOf();
   if (previousManifest) result.previousManifest = previousManifest;
   if (previousFile && diagnostics.some((d) => d.location?.file === previousFile!.path)) sources.set(previousFile.path, previousFile.text);
@@ -307,6 +317,10 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
         const written = write.finish();
         diagnostics.push(...written.diagnostics);
         result.written = written.value;
+        // The index describes the manifest file only once the file holds the new text (not after --check).
+        if (records && options.write === "write" && !hasErrors(written.diagnostics)) {
+          diagnostics.push(...writeCacheEntries(layout.root, CACHE_FOLDER, MANIFEST_CACHE_FOLDER, new Map([[RECORD_INDEX_KEY, records.encode()]]), new Set(), Diagnostics.RecordIndexNotWritten).diagnostics);
+        }
       }
     }
     if (modules) {
@@ -314,7 +328,7 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
       moduleCounts = modules.counts;
     }
   }
-  if (parseCache) result.cache = { hits: parseCache.hits, parsed: parseCache.parsed, verdicts: reused, written: cached!.value.written, removed: cached!.value.removed, ...(moduleCounts ? { modules: moduleCounts } : {}) };
+  if (parseCache) result.cache = { hits: parseCache.hits, parsed: parseCache.parsed, verdicts: reused, written: cached!.value.written, removed: cached!.value.removed, ...(moduleCounts ? { modules: moduleCounts } : {}), ...(records ? { records: records.counts } : {}) };
   result.diagnostics = sortDiagnostics(diagnostics);
   return result;
 }

@@ -57,6 +57,11 @@ export const Diagnostics = {
     "info",
     (a) => `the incremental cache's index of rendered DAG modules is ${a.problem} (${a.detail}), so it was ignored and every DAG module rendered again`,
   ),
+  RecordIndexIgnored: entry<{ problem: "damaged" | "foreign" | "unreadable"; detail: string }>(
+    "CA1952",
+    "info",
+    (a) => `the incremental cache's index of the manifest's records is ${a.problem} (${a.detail}), so it was ignored and every record of the manifest written out again`,
+  ),
 
   // 2: parse
   YamlSyntax: entry<{ detail: string }>("CA2001", "error", (a) => `YAML syntax error: ${a.detail}`),
@@ -541,6 +546,12 @@ export const Diagnostics = {
     "info",
     (a) =>
       `cannot write the incremental cache's ${q(a.path)}: ${a.reason}${a.others > 0 ? ` (and ${a.others} more)` : ""}; the output is complete, and the next compile renders every DAG module again`,
+  ),
+  RecordIndexNotWritten: entry<{ path: string; reason: string; others: number }>(
+    "CA9952",
+    "info",
+    (a) =>
+      `cannot write the incremental cache's ${q(a.path)}: ${a.reason}${a.others > 0 ? ` (and ${a.others} more)` : ""}; the output is complete, and the next compile writes out every record of the manifest again`,
   ),
   InitWouldOverwrite: entry("CA9901", "error", () => `the file exists already; init overwrites no file, so nothing was written`),
 } as const;

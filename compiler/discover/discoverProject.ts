@@ -8,7 +8,7 @@ import type { Manifest } from "../model/manifest.js";
 import { compareStrings } from "../support/compare.js";
 import { relativePosix, staysInside, toPosix } from "../support/paths.js";
 import { utf8Chunks } from "../support/utf8.js";
-import { AsciiText, readPreviousManifest, wholeText, type ManifestText } from "./readManifest.js";
+import { AsciiText, readPreviousManifest, wholeText, type ManifestText, type RecordPlaces } from "./readManifest.js";
 
 /** Largest contract or config file read, in bytes; a larger one is CA1002 (guards memory and time). */
 export const MAX_FILE_BYTES = 1024 * 1024;
@@ -55,9 +55,17 @@ export interface DiscoveredProject {
    * rather than parsed, and a manifest of the very same text is not parsed at all
    * (`parseManifestAgainst`; ADR 0017, 0017d).
    */
-  checkPrevious?: (current?: { manifest: Manifest; text: string }) => PreviousState;
+  checkPrevious?: (current?: { manifest: Manifest; text: string; places?: RecordPlaces }) => PreviousState;
   /** True when the output folder's previous state was asked for and there is no manifest at all (a first compile). */
   firstCompile?: boolean;
+  /**
+   * The bytes of the output folder's manifest (`<outDir>/manifest.json`), read when first called,
+   * or undefined when there is none or it cannot be read (CA1001 and CA1002 are `checkPrevious`'s
+   * to report): for the manifest stage's record cache (ADR 0017p), before the manifest is built.
+   * With the output folder's manifest as the previous state, `checkPrevious` reads those bytes
+   * rather than the file again, and lets them go.
+   */
+  outputManifestBytes?: () => Buffer | undefined;
 }
 
 /** The default layout of DESIGN §4 under a root. */
@@ -118,8 +126,9 @@ export function readSourceFile(root: string, relative: string, diagnostics: Diag
  * its bytes as text when they are ASCII, as this compiler writes it ({@link AsciiText}: the whole
  * text is not decoded beside the bytes), else its decoded text.
  */
-function readManifestFile(root: string, relative: string, diagnostics: Diagnostic[]): { path: string; text: ManifestText } | undefined {
-  const bytes = readBytes(root, relative, diagnostics, MAX_MANIFEST_BYTES);
+function readManifestFile(root: string, relative: string, diagnostics: Diagnostic[], read?: { bytes?: Buffer; diagnostics: Diagnostic[] }): { path: string; text: ManifestText } | undefined {
+  if (read) diagnostics.push(...read.diagnostics);
+  const bytes = read ? read.bytes : readBytes(root, relative, diagnostics, MAX_MANIFEST_BYTES);
   const text = bytes && (AsciiText.of(bytes) ?? decode(bytes, relative, diagnostics));
   return text !== undefined ? { path: relative, text } : undefined;
 }
@@ -254,9 +263,20 @@ export interface DiscoverOptions {
  * The previous manifest, read and checked: CA1002/CA1005 when the file cannot be read as text,
  * CA7002 when a Git ref has none, CA1101 when it is damaged. Never an empty stand-in.
  */
-function discoverPreviousState(layout: ProjectLayout, options: DiscoverOptions, diagnostics: Diagnostic[]): Pick<DiscoveredProject, "checkPrevious" | "firstCompile"> {
+function discoverPreviousState(layout: ProjectLayout, options: DiscoverOptions, diagnostics: Diagnostic[]): Pick<DiscoveredProject, "checkPrevious" | "firstCompile" | "outputManifestBytes"> {
   const previous = options.previous ?? "output";
-  if (previous === "none") return {};
+  const ownPath = toPosix(path.join(layout.outDir, "manifest.json"));
+  // The output folder's manifest read early (`outputManifestBytes`), until the previous state takes it.
+  let early: { bytes?: Buffer; diagnostics: Diagnostic[] } | undefined;
+  const outputManifestBytes = (): Buffer | undefined => {
+    if (early) return early.bytes;
+    const problems: Diagnostic[] = [];
+    const bytes = fs.existsSync(path.join(layout.root, ownPath)) ? readBytes(layout.root, ownPath, problems, MAX_MANIFEST_BYTES) : undefined;
+    // Kept only for the previous state that reads this very file; otherwise the caller's alone.
+    if (previous === "output") early = { ...(bytes ? { bytes } : {}), diagnostics: problems };
+    return bytes;
+  };
+  if (previous === "none") return { outputManifestBytes };
   const found: Diagnostic[] = [];
   // The file of the previous state, read when first checked: the output folder's is read then
   // (after the manifest stage), so its text is not held while the new manifest's is built.
@@ -266,11 +286,11 @@ function discoverPreviousState(layout: ProjectLayout, options: DiscoverOptions, 
   const textOnly = (file: SourceFile | undefined): Pick<SourceFile, "path" | "text"> | undefined => (file ? { path: file.path, text: file.text } : undefined);
   if (previous === "output") {
     const manifestPath = toPosix(path.join(layout.outDir, "manifest.json"));
-    if (!fs.existsSync(path.join(layout.root, manifestPath))) return { firstCompile: true };
+    if (!fs.existsSync(path.join(layout.root, manifestPath))) return { firstCompile: true, outputManifestBytes };
     holds = { path: manifestPath, text: (text) => fileHoldsText(path.join(layout.root, manifestPath), text) };
     readFile = () => {
       const problems: Diagnostic[] = [];
-      const file = readManifestFile(layout.root, manifestPath, problems);
+      const file = readManifestFile(layout.root, manifestPath, problems, early);
       return { ...(file ? { file } : {}), diagnostics: problems };
     };
   } else {
@@ -285,7 +305,7 @@ function discoverPreviousState(layout: ProjectLayout, options: DiscoverOptions, 
       readFile = () => ({ file, diagnostics: [] });
     } else found.push(createDiagnostic(Diagnostics.PreviousManifestUnreadable, { path: `${previous.ref}:${layout.outDir}/manifest.json`, detail: read.problem ?? "unknown" }, undefined));
   }
-  const out: Pick<DiscoveredProject, "checkPrevious" | "firstCompile"> = {};
+  const out: Pick<DiscoveredProject, "checkPrevious" | "firstCompile" | "outputManifestBytes"> = { outputManifestBytes };
   if (readFile) {
     let checked: PreviousState | undefined;
     out.checkPrevious = (current) => {
@@ -293,12 +313,16 @@ function discoverPreviousState(layout: ProjectLayout, options: DiscoverOptions, 
       // The bytes of the new manifest: the same state, and its text is never read (ADR 0017d).
       if (current && holds?.text(current.text)) {
         readFile = undefined;
+        early = undefined;
         checked = { value: current.manifest, diagnostics: [], holding: holds.path };
         return checked;
       }
+      // The record cache's places describe the output folder's bytes read early, and no other text.
+      const against = current && (previous !== "output" || !early?.bytes) ? { manifest: current.manifest, text: current.text } : current;
       const read = readFile!();
       readFile = undefined;
-      const manifest = read.file ? readPreviousManifest(read.file, options.force ?? false, current) : { diagnostics: [] };
+      early = undefined;
+      const manifest = read.file ? readPreviousManifest(read.file, options.force ?? false, against) : { diagnostics: [] };
       checked = { value: manifest.manifest, diagnostics: forced([...read.diagnostics, ...manifest.diagnostics], options) };
       // The text goes to the first caller only, to keep for an excerpt or to let go: not memoised;
       // decoded whole only if asked for.

@@ -327,6 +327,22 @@ function recordsOf(text: Searchable, key: string, known?: Known, at = openingOf(
 }
 
 /**
+ * Where the records of `assets[]` and `dags[]` lie in the previous manifest's text and in the
+ * current one's, as the manifest's record cache knows them (ADR 0017p): per array, `previous` and
+ * `current` are `[start, end)` pairs of every record of that array in each text, in order, and
+ * `shared[i]` is the index of the previous record whose text is current record i's (the cache took
+ * it from there), or -1. Given only for the very bytes the cache checked against its index.
+ */
+export type RecordPlaces = Record<(typeof RECORD_ARRAYS)[number], { previous: ArrayLike<number>; current: ArrayLike<number>; shared: ArrayLike<number> }>;
+
+/** Spans of `[start, end)` pairs. */
+function spansOf(pairs: ArrayLike<number>): Span[] {
+  const spans: Span[] = new Array(pairs.length / 2);
+  for (let i = 0; i < spans.length; i++) spans[i] = { start: pairs[2 * i]!, end: pairs[2 * i + 1]! };
+  return spans;
+}
+
+/**
  * A previous manifest read against the current one (the diff's previous state): each `assets[]`
  * or `dags[]` record whose text is the current manifest's record of the same text is taken from
  * `current` (equal text, equal value), and only the other records, and what lies between the
@@ -343,18 +359,28 @@ function recordsOf(text: Searchable, key: string, known?: Known, at = openingOf(
  * a previous record wholly in them is taken over by position, without slicing or hashing its text.
  * Only the records around the differences are sliced, matched by text among the current text's
  * records scanned there (a record moved, not changed, is still taken over) and else parsed.
+ *
+ * With `current.places` (the record cache's, ADR 0017p) the records' places and which previous
+ * record each current one is are taken from it rather than found; everything else is read and
+ * checked as without it (places that do not describe the text fail those checks: a full parse).
  */
-export function parseManifestAgainst(text: ManifestText, current: { manifest: Manifest; text: string }): ReturnType<typeof parseManifest> {
+export function parseManifestAgainst(text: ManifestText, current: { manifest: Manifest; text: string; places?: RecordPlaces }): ReturnType<typeof parseManifest> {
   if (text === current.text) return { manifest: current.manifest };
   const whole = (): string => wholeText(text);
-  // Each text cut where its arrays open (found natively), so that each array's edits are apart.
-  const previousAt = RECORD_ARRAYS.map((key) => openingOf(text, key));
-  const currentAt = RECORD_ARRAYS.map((key) => openingOf(current.text, key));
-  const increasing = (xs: number[]): boolean => xs.every((x, i) => x !== -1 && (i === 0 || x > xs[i - 1]!));
-  const cuts = increasing(previousAt) && increasing(currentAt) ? { previous: previousAt, current: currentAt } : undefined;
-  const runs = commonRuns(text, current.text, cuts);
-  // The same text, read from its bytes: the current manifest itself, as for the same string.
-  if (text.length === current.text.length && runs.reduce((n, r) => n + r.length, 0) === text.length) return { manifest: current.manifest };
+  const places = current.places;
+  let previousAt: number[] = [];
+  let currentAt: number[] = [];
+  let runs: Run[] = [];
+  if (!places) {
+    // Each text cut where its arrays open (found natively), so that each array's edits are apart.
+    previousAt = RECORD_ARRAYS.map((key) => openingOf(text, key));
+    currentAt = RECORD_ARRAYS.map((key) => openingOf(current.text, key));
+    const increasing = (xs: number[]): boolean => xs.every((x, i) => x !== -1 && (i === 0 || x > xs[i - 1]!));
+    const cuts = increasing(previousAt) && increasing(currentAt) ? { previous: previousAt, current: currentAt } : undefined;
+    runs = commonRuns(text, current.text, cuts);
+    // The same text, read from its bytes: the current manifest itself, as for the same string.
+    if (text.length === current.text.length && runs.reduce((n, r) => n + r.length, 0) === text.length) return { manifest: current.manifest };
+  }
   const previousRecords = new Map<string, Span[]>();
   // Per array, the value each previous record is taken over as (undefined: sliced and matched).
   const takenAt = new Map<string, unknown[]>();
@@ -364,9 +390,10 @@ export function parseManifestAgainst(text: ManifestText, current: { manifest: Ma
   for (const [k, key] of RECORD_ARRAYS.entries()) {
     const middle = new Map<string, unknown>();
     middles.set(key, middle);
-    const theirs = recordsOf(text, key, undefined, previousAt[k]);
+    const known = places?.[key];
+    const theirs = known ? { openingAt: -1, records: spansOf(known.previous) } : recordsOf(text, key, undefined, previousAt[k]);
     if (!theirs) return parseManifest(whole());
-    const ours = recordsOf(current.text, key, { scan: theirs, runs }, currentAt[k]);
+    const ours = known ? { records: spansOf(known.current), shared: Array.from(known.shared) } : recordsOf(current.text, key, { scan: theirs, runs }, currentAt[k]);
     const values = current.manifest[key] as unknown[];
     if (!ours || ours.records.length !== values.length) return parseManifest(whole());
     const taken: unknown[] = new Array(theirs.records.length);
@@ -456,7 +483,7 @@ function locationAt(file: string, text: string, offset: number): SourceLocation 
 export function readPreviousManifest(
   file: { path: string; text: ManifestText },
   force: boolean,
-  current?: { manifest: Manifest; text: string },
+  current?: { manifest: Manifest; text: string; places?: RecordPlaces },
 ): { manifest?: Manifest; diagnostics: Diagnostic[] } {
   const parsed = current ? parseManifestAgainst(file.text, current) : parseManifest(wholeText(file.text));
   if (parsed.manifest) return { manifest: parsed.manifest, diagnostics: [] };

@@ -3,7 +3,7 @@ import type { AssetGraph } from "../graph/buildGraph.js";
 import type { LinkedProject } from "../link/linkProject.js";
 import type { DagPlan, FreshnessMonitorPlan, Manifest, ManifestAsset } from "../model/manifest.js";
 import { manifestQuality } from "../plan/planDags.js";
-import { canonicalJsonAscii } from "../support/canonical-json.js";
+import { canonicalJsonAscii, type RecordTexts } from "../support/canonical-json.js";
 import { compareStrings } from "../support/compare.js";
 import { normaliseUri } from "../support/uri.js";
 import { COMPILER_NAME, COMPILER_VERSION } from "../version.js";
@@ -16,13 +16,16 @@ export type { Manifest, ManifestAsset } from "../model/manifest.js";
 
 /**
  * The manifest stage: the canonical, sorted record of assets, edges and DAGs (DESIGN §4), which is
- * also the previous state the next diff reads. Output: the object and its canonical JSON text.
+ * also the previous state the next diff reads. Output: the object and its canonical JSON text
+ * (`canonicalJsonAscii`). `records`: the texts of unchanged records, known from the last compile's
+ * manifest (`recordCache.ts`, ADR 0017p); the text is the same with or without it.
  */
 export function buildManifest(
   project: LinkedProject,
   graph: AssetGraph,
   dags: DagPlan[],
   freshnessMonitor: FreshnessMonitorPlan | null = null,
+  records?: RecordTexts,
 ): StageResult<{ manifest: Manifest; text: string }> {
   const byId = new Map(project.contracts.map((c) => [c.contract.id, c]));
   const assets: ManifestAsset[] = [];
@@ -59,5 +62,5 @@ export function buildManifest(
     dags,
     ...(freshnessMonitor ? { freshness_monitor: freshnessMonitor } : {}),
   };
-  return { value: { manifest, text: canonicalJsonAscii(manifest as unknown as Record<string, unknown>) }, diagnostics: [] };
+  return { value: { manifest, text: canonicalJsonAscii(manifest as unknown as Record<string, unknown>, records) }, diagnostics: [] };
 }

@@ -136,15 +136,68 @@ function asciiPiece(text: string): string {
 }
 
 /**
- * The canonical JSON of a large object whose top-level arrays hold records (the manifest): the
- * text of `asciiJson(canonicalJson(value))`, built a top-level field, or {@link RECORDS_PER_PIECE}
- * records of a top-level array, at a time, each piece made ASCII and one byte per character, then
- * joined once. A whole text with a single character beyond Latin-1 would be held as UTF-16 (two
- * bytes per character), and JSON.stringify builds its result from parts before copying it out;
- * this holds the text's length in bytes about twice at its peak, not four times.
+ * What {@link canonicalJsonAscii} is told about the records of some top-level arrays (the
+ * manifest's `assets` and `dags`): each record is then made on its own, or taken as the caller
+ * knows it, and where its text lies in the whole is reported.
  */
-export function canonicalJsonAscii(value: Record<string, unknown>): string {
-  const parts: string[] = ["{"];
+export interface RecordTexts {
+  /** The top-level arrays whose records are taken one at a time. */
+  readonly fields: readonly string[];
+  /**
+   * The text of `record` (element `index` of the top-level array `field`) as it stands in the
+   * whole, from its `{` to its `}` (indented as an element of a top-level array), when the caller
+   * knows it: a string, or the bytes `[start, end)` of an ASCII text (read as Latin-1, one byte a
+   * character); undefined to have it made. The caller answers only with the text this function
+   * would make (ASCII), or the whole is not canonical. Consecutive records answered from the same
+   * bytes, lying there with just the separator between them, become one piece.
+   */
+  known(field: string, index: number, record: unknown): string | KnownBytes | undefined;
+  /** Where the text of element `index` of `field` lies in the whole: `[start, end)`, in characters (bytes: the text is ASCII). */
+  placed(field: string, index: number, start: number, end: number): void;
+  /** Handed the whole text's bytes (ASCII), once made, before they are read as the text. */
+  finished?(bytes: Uint8Array): void;
+}
+
+/** A known text as bytes of a larger ASCII text: `bytes[start, end)` (see {@link RecordTexts.known}). */
+export interface KnownBytes {
+  bytes: Uint8Array;
+  start: number;
+  end: number;
+}
+
+/** The separator of two elements of a top-level array, as bytes. */
+const SEPARATOR = Array.from(",\n    ", (c) => c.charCodeAt(0));
+
+/**
+ * The parts of {@link canonicalJsonAscii}'s text, in order, and their length in characters: strings
+ * (ASCII, one byte per character) and, with `records`, known bytes. With `records`, each element
+ * of the arrays it names is a part, its text asked of `records.known` first and made only when
+ * unknown, and its place in the whole reported to `records.placed`. Throws as
+ * {@link canonicalJson} throws (on a record made here).
+ */
+function canonicalParts(value: Record<string, unknown>, records?: RecordTexts): { parts: Array<string | KnownBytes>; length: number } {
+  // Strings, and known bytes taken as they are (one piece for a run of consecutive records).
+  const parts: Array<string | KnownBytes> = ["{"];
+  // Characters in `parts` so far: where the next record's text starts.
+  let length = 1;
+  const push = (...texts: string[]): void => {
+    for (const text of texts) {
+      parts.push(text);
+      length += text.length;
+    }
+  };
+  const pushKnown = (known: KnownBytes, first: boolean): void => {
+    const last = parts[parts.length - 1]!;
+    // The separator before it is already in the bytes of the record before it: extend that piece.
+    if (!first && typeof last !== "string" && last.bytes === known.bytes && known.start - last.end === SEPARATOR.length && SEPARATOR.every((b, i) => known.bytes[last.end + i] === b)) {
+      length += known.end - last.end;
+      last.end = known.end;
+      return;
+    }
+    push(first ? "\n    " : ",\n    ");
+    parts.push({ ...known });
+    length += known.end - known.start;
+  };
   // Sort for determinism, in canonicalJson's order: a fresh object's, so keys that are array
   // indices come first (`__proto__` left out, as canonicalJson leaves it out).
   const order: Record<string, true> = {};
@@ -154,19 +207,66 @@ export function canonicalJsonAscii(value: Record<string, unknown>): string {
     const field = value[key];
     // `{"key": ...}` in the layout of the whole: the field as it stands at depth 1.
     const member = (v: unknown): string => JSON.stringify({ [key]: inCanonicalOrder(v, []) }, null, 2);
-    if (k) parts.push(",");
-    if (!Array.isArray(field) || field.length <= RECORDS_PER_PIECE) {
-      parts.push(asciiPiece(member(field).slice(1, -2)));
+    if (k) push(",");
+    const head = `{\n  ${JSON.stringify(key)}: [`;
+    const tail = "\n  ]\n}".length;
+    if (Array.isArray(field) && field.length > 0 && records?.fields.includes(key)) {
+      push(head.slice(1));
+      for (let i = 0; i < field.length; i++) {
+        const record: unknown = field[i];
+        // One record as the element of a one-element array: `\n    {` ... `}` (checked as canonicalJson checks it).
+        const known = records.known(key, i, record);
+        if (known !== undefined && typeof known !== "string") {
+          const start = length + (i ? SEPARATOR.length : "\n    ".length);
+          pushKnown(known, i === 0);
+          records.placed(key, i, start, length);
+          continue;
+        }
+        const text = known ?? asciiPiece(member([record]).slice(head.length + "\n    ".length, -tail));
+        push(i ? ",\n    " : "\n    ");
+        records.placed(key, i, length, length + text.length);
+        push(text);
+      }
+      push("\n  ]");
       return;
     }
-    const head = `{\n  ${JSON.stringify(key)}: [`;
-    parts.push(asciiPiece(head.slice(1)));
+    if (!Array.isArray(field) || field.length <= RECORDS_PER_PIECE) {
+      push(asciiPiece(member(field).slice(1, -2)));
+      return;
+    }
+    push(asciiPiece(head.slice(1)));
     for (let i = 0; i < field.length; i += RECORDS_PER_PIECE) {
       const text = member(field.slice(i, i + RECORDS_PER_PIECE));
-      parts.push(i ? "," : "", asciiPiece(text.slice(head.length, -"\n  ]\n}".length)));
+      push(i ? "," : "", asciiPiece(text.slice(head.length, -tail)));
     }
-    parts.push("\n  ]");
+    push("\n  ]");
   });
-  parts.push(parts.length > 1 ? "\n}\n" : "}\n");
-  return parts.join("");
+  push(parts.length > 1 ? "\n}\n" : "}\n");
+  return { parts, length };
+}
+
+/**
+ * The canonical JSON of a large object whose top-level arrays hold records (the manifest): the
+ * text of `asciiJson(canonicalJson(value))`, built a top-level field, or {@link RECORDS_PER_PIECE}
+ * records of a top-level array, at a time, each piece made ASCII and one byte per character, then
+ * joined once. A whole text with a single character beyond Latin-1 would be held as UTF-16 (two
+ * bytes per character), and JSON.stringify builds its result from parts before copying it out;
+ * this holds the text's length in bytes about twice at its peak, not four times.
+ *
+ * With `records` ({@link RecordTexts}), each record of the arrays it names is made on its own or
+ * taken as `records.known` answers, and the parts are copied into one buffer (known bytes without
+ * becoming strings first), handed to `records.finished`, then read as the text: the same text as
+ * without `records` whenever `known` answers as its contract says.
+ */
+export function canonicalJsonAscii(value: Record<string, unknown>, records?: RecordTexts): string {
+  const { parts, length } = canonicalParts(value, records);
+  if (!records) return (parts as string[]).join("");
+  const whole = Buffer.allocUnsafe(length);
+  let at = 0;
+  for (const part of parts) {
+    if (typeof part === "string") at += whole.write(part, at, "latin1");
+    else at += Buffer.from(part.bytes.buffer, part.bytes.byteOffset, part.bytes.byteLength).copy(whole, at, part.start, part.end);
+  }
+  records.finished?.(whole);
+  return whole.toString("latin1", 0, length);
 }

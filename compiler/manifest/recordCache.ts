@@ -1,0 +1,240 @@
+import crypto, { createHash } from "node:crypto";
+import { createDiagnostic, Diagnostics } from "../diagnostics/catalogue.js";
+import type { Diagnostic } from "../diagnostics/diagnostic.js";
+import type { CacheEntriesRead } from "../discover/readCache.js";
+import type { RecordPlaces } from "../discover/readManifest.js";
+import { CACHE_FOLDER, cacheWriter } from "../parse/parseCache.js";
+import { decodeCacheEntry, encodeCacheEntry } from "../support/cacheEntry.js";
+import type { RecordTexts } from "../support/canonical-json.js";
+
+/**
+ * The incremental cache of the manifest's text (ADR 0017p): one index of the manifest the last
+ * compile wrote, the sha256 of its whole text and, per record of `assets[]` and `dags[]`, the key
+ * of its value ({@link recordKey}) and where its text lies in the file. A record of this compile
+ * whose key is in the index is not written out again: its text is sliced out of the previous
+ * manifest's bytes, once those bytes hash to the index's sha256 (a manifest edited by hand, or
+ * written by anything else, is then not used at all). Pure: discover reads the index
+ * (`readCacheEntries`) and the manifest's bytes, the write stage writes the index
+ * (`writeCacheEntries`).
+ */
+
+/** The manifest stage's folder of the cache, project-relative. */
+export const MANIFEST_CACHE_FOLDER = `${CACHE_FOLDER}/manifest`;
+/** The index's name in it (`records.bin`), and the key its header is written under (`support/cacheEntry.ts`). */
+export const RECORD_INDEX_KEY = "records";
+/** The index file, project-relative: where its notes point. */
+export const RECORD_INDEX_PATH = `${MANIFEST_CACHE_FOLDER}/${RECORD_INDEX_KEY}.bin`;
+
+/** The top-level arrays of the manifest whose records are keyed, in code-unit order: the order canonical JSON places them (and the index lists their records). */
+export const KEYED_ARRAYS = ["assets", "dags"] as const;
+
+/** What decides a record's text: the canonical JSON and the manifest's layout (with all they import). */
+const RECORD_INPUTS = { modules: ["manifest/buildManifest", "manifest/recordCache"], files: [] };
+
+/** The record index's writer, `<name> <version> (manifest <fingerprint>)`: an index of another is foreign. */
+export function recordCacheWriter(name: string, version: string): string {
+  return cacheWriter(name, version, RECORD_INPUTS, "manifest");
+}
+
+/** sha256 of a string's UTF-8 bytes, hex (the one-shot hash where Node has it: about a fifth faster per record). */
+const sha256 =
+  typeof (crypto as { hash?: unknown }).hash === "function"
+    ? (text: string): string => (crypto as unknown as { hash(algorithm: string, data: string): string }).hash("sha256", text)
+    : (text: string): string => createHash("sha256").update(text).digest("hex");
+
+/**
+ * Whether `value` is JSON data on which compact `JSON.stringify` and `canonicalJson` agree: null,
+ * a string, a boolean, a finite number, a dense array of such values, or an object of the plain
+ * kind (prototype `Object.prototype` or null, no `toJSON` function) whose values are such values.
+ * Anything else (undefined, a function, a symbol, a bigint, NaN or ±Infinity, an array hole, a
+ * Date, a boxed primitive, a class instance, a `toJSON`) is where the two disagree: compact
+ * stringify leaves out, writes `null` for or calls what canonicalJson refuses or ignores.
+ * Called only after `JSON.stringify` succeeded on the value, so it holds no cycle (a `toJSON`,
+ * which could hide one from stringify, is refused before its object is walked).
+ */
+function isPlainJson(value: unknown): boolean {
+  if (value === null) return true;
+  const type = typeof value;
+  if (type === "string" || type === "boolean") return true;
+  if (type === "number") return Number.isFinite(value);
+  if (type !== "object") return false;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (!(i in value) || !isPlainJson(value[i])) return false;
+    return true;
+  }
+  const prototype: unknown = Object.getPrototypeOf(value);
+  if (prototype !== Object.prototype && prototype !== null) return false;
+  const object = value as Record<string, unknown>;
+  if (typeof object.toJSON === "function") return false;
+  for (const key in object) if (!isPlainJson(object[key])) return false;
+  return true;
+}
+
+/**
+ * The key of a record's value: the sha256 (hex) of its compact `JSON.stringify` text, or undefined
+ * when the record is not {@link isPlainJson} (or stringify throws: a bigint, a cycle), so it is
+ * never a hit. Two plain values with the same compact text have the same canonical text: the
+ * compact text writes every own key in enumeration order and every primitive exactly (strings
+ * well-formed, lone surrogates escaped, so their UTF-8 is injective; numbers as the shortest text
+ * that reads back, `-0` as `0`, which canonicalJson writes as `0` too), and canonicalJson's text
+ * is a function of those keys and primitives (sorted, `__proto__` left out on both sides). A
+ * record with another key order has another key: a miss, never a wrong hit. Undefined too when
+ * `Object.prototype` or `Array.prototype` has a `toJSON`, which stringify would call everywhere.
+ */
+export function recordKey(record: unknown): string | undefined {
+  if (typeof (Object.prototype as { toJSON?: unknown }).toJSON === "function" || typeof (Array.prototype as { toJSON?: unknown }).toJSON === "function") return undefined;
+  let text: string;
+  try {
+    text = JSON.stringify(record);
+  } catch {
+    return undefined;
+  }
+  return typeof text === "string" && isPlainJson(record) ? sha256(text) : undefined;
+}
+
+/**
+ * The index's payload: the sha256 (hex) of the manifest text, the records' keys and `[start, end)`
+ * of each in it, in the text's order, and how many of them are of each of {@link KEYED_ARRAYS}.
+ */
+interface IndexPayload {
+  digest: string;
+  keys: string[];
+  spans: Uint32Array;
+  counts: number[];
+}
+
+/** Why the index found cannot be used, or its payload. */
+function decodeIndex(read: CacheEntriesRead, writer: string): IndexPayload | { problem: "damaged" | "foreign" | "unreadable"; detail: string } | undefined {
+  const unreadable = read.unreadable.get(RECORD_INDEX_KEY);
+  if (unreadable !== undefined) return { problem: "unreadable", detail: unreadable };
+  const bytes = read.found.get(RECORD_INDEX_KEY);
+  if (bytes === undefined) return undefined;
+  const decoded = decodeCacheEntry(bytes, { key: RECORD_INDEX_KEY, compiler: writer });
+  if ("problem" in decoded) return decoded;
+  const p = decoded.value as Partial<IndexPayload> | null;
+  const shaped =
+    typeof p === "object" &&
+    p !== null &&
+    typeof p.digest === "string" &&
+    /^[0-9a-f]{64}$/.test(p.digest) &&
+    Array.isArray(p.keys) &&
+    p.spans instanceof Uint32Array &&
+    p.spans.length === 2 * p.keys.length &&
+    p.keys.every((k) => typeof k === "string") &&
+    Array.isArray(p.counts) &&
+    p.counts.length === KEYED_ARRAYS.length &&
+    p.counts.every((n) => Number.isSafeInteger(n) && n >= 0) &&
+    p.counts.reduce((a, b) => a + b, 0) === p.keys.length;
+  if (!shaped) return { problem: "damaged", detail: "it holds no index of records" };
+  for (let i = 0; i < p.spans!.length; i += 2) if (p.spans![i]! >= p.spans![i + 1]!) return { problem: "damaged", detail: "a record of it ends before it starts" };
+  return p as IndexPayload;
+}
+
+/** One compile's use of the index: what it found and did, and the index to write. */
+export interface RecordCache {
+  /** The CA1952 note when the index found could not be used. */
+  notes: Diagnostic[];
+  /** What `canonicalJsonAscii` asks and tells (`buildManifest`). */
+  texts: RecordTexts;
+  /** Records whose text was taken from the previous manifest, and records written out. */
+  counts: { reused: number; made: number };
+  /** The new index's bytes: the sha256 of the text `texts.finished` was handed, and its records' keys and places. Write it once the file holds that text. */
+  encode(): Uint8Array;
+  /**
+   * Where the records lie in the previous text (the bytes `previous` gave, checked against the
+   * index) and in the text just made, and which previous record each reused one is: for reading
+   * the previous manifest against the new one (`parseManifestAgainst`). Undefined when nothing
+   * was reused, or the index does not hold every array's records.
+   */
+  places(): RecordPlaces | undefined;
+}
+
+/**
+ * One compile's record cache: the index discover read (`read`, of {@link RECORD_INDEX_KEY} in
+ * {@link MANIFEST_CACHE_FOLDER}) and `previous`, discover's reader of the output folder's manifest
+ * bytes (undefined when there is none or it cannot be read), called only when the index is usable.
+ * A record is taken from those bytes only when they hash to the index's sha256 and its key is the
+ * index's; a damaged, foreign or unreadable index is one CA1952 note and gives nothing; a manifest
+ * that is not the one indexed (changed, edited by hand, missing) gives nothing, without a note.
+ */
+export function openRecordCache(compiler: { name: string; version: string }, read: CacheEntriesRead, previous: () => Uint8Array | undefined): RecordCache {
+  const writer = recordCacheWriter(compiler.name, compiler.version);
+  const notes: Diagnostic[] = [];
+  const found = decodeIndex(read, writer);
+  if (found && "problem" in found) notes.push(createDiagnostic(Diagnostics.RecordIndexIgnored, { problem: found.problem, detail: found.detail }, { file: RECORD_INDEX_PATH, line: 1, column: 1 }));
+  // The previous text's records by key, only once its bytes are the text the index was written for.
+  const stored = new Map<string, number>();
+  let bytes: Buffer | undefined;
+  if (found && !("problem" in found)) {
+    const file = previous();
+    if (file && createHash("sha256").update(file).digest("hex") === found.digest && found.spans.every((offset) => offset <= file.byteLength)) {
+      bytes = Buffer.from(file.buffer, file.byteOffset, file.byteLength);
+      found.keys.forEach((key, i) => stored.set(key, i));
+    }
+  }
+  const spans = found && !("problem" in found) ? found.spans : new Uint32Array(0);
+  // Where each array's records start among the index's: a record of another array is never shared.
+  const firsts: number[] = [];
+  if (found && !("problem" in found)) found.counts.reduce((at, n) => (firsts.push(at), at + n), 0);
+  const counted = found && !("problem" in found) ? found.counts : [];
+  // Per array of this text: each record's place, and the previous record it was taken from (-1: made).
+  const current = KEYED_ARRAYS.map(() => ({ places: [] as number[], shared: [] as number[], keyed: 0 }));
+  // The next index, in the order the records were placed.
+  const keys: string[] = [];
+  const places: number[] = [];
+  // The key of the record `known` was last asked about, for `placed`.
+  let asked: string | undefined;
+  const counts = { reused: 0, made: 0 };
+  let digest = "";
+  return {
+    notes,
+    counts,
+    texts: {
+      fields: KEYED_ARRAYS,
+      known(field, _index, record) {
+        asked = recordKey(record);
+        const at = asked === undefined ? undefined : stored.get(asked);
+        const array = KEYED_ARRAYS.indexOf(field as (typeof KEYED_ARRAYS)[number]);
+        // A record's text starts with `{` and ends with `}`: anything else is not what was indexed.
+        if (at === undefined || bytes![spans[2 * at]!] !== 0x7b || bytes![spans[2 * at + 1]! - 1] !== 0x7d) {
+          counts.made++;
+          current[array]?.shared.push(-1);
+          return undefined;
+        }
+        counts.reused++;
+        // The previous record of the same array, by its index there (one of another array: none).
+        const first = firsts[array];
+        current[array]?.shared.push(first !== undefined && at >= first && at < first + counted[array]! ? at - first : -1);
+        return { bytes: bytes!, start: spans[2 * at]!, end: spans[2 * at + 1]! };
+      },
+      placed(field, _index, start, end) {
+        const array = current[KEYED_ARRAYS.indexOf(field as (typeof KEYED_ARRAYS)[number])];
+        array?.places.push(start, end);
+        if (asked === undefined) return;
+        if (array) array.keyed++;
+        keys.push(asked);
+        places.push(start, end);
+        asked = undefined;
+      },
+      finished(text) {
+        // The previous text is not held past the manifest stage.
+        bytes = undefined;
+        stored.clear();
+        // The text's bytes are the ones the write puts on the disk (ASCII: UTF-8 is the same).
+        digest = createHash("sha256").update(text).digest("hex");
+      },
+    },
+    encode() {
+      const payload: IndexPayload = { digest, keys, spans: Uint32Array.from(places), counts: current.map((c) => c.keyed) };
+      return encodeCacheEntry(RECORD_INDEX_KEY, writer, payload);
+    },
+    places() {
+      if (counts.reused === 0 || firsts.length !== KEYED_ARRAYS.length) return undefined;
+      const out: Partial<RecordPlaces> = {};
+      for (const [k, key] of KEYED_ARRAYS.entries()) {
+        out[key] = { previous: spans.subarray(2 * firsts[k]!, 2 * (firsts[k]! + counted[k]!)), current: current[k]!.places, shared: current[k]!.shared };
+      }
+      return out as RecordPlaces;
+    },
+  };
+}
