@@ -130,6 +130,13 @@ function decodeIndex(read: CacheEntriesRead, writer: string): IndexPayload | { p
   return p as IndexPayload;
 }
 
+/**
+ * The key ({@link recordKey}) of each record of `assets[]` and `dags[]`, by its index in its array,
+ * as the manifest stage made them: undefined for a record that is not plain JSON. Arrays of the
+ * manifest's lengths once `canonicalJsonAscii` has asked of every record (an empty array asks of none).
+ */
+export type RecordKeys = { readonly [K in (typeof KEYED_ARRAYS)[number]]: ReadonlyArray<string | undefined> };
+
 /** One compile's use of the index: what it found and did, and the index to write. */
 export interface RecordCache {
   /** The CA1952 note when the index found could not be used. */
@@ -147,6 +154,11 @@ export interface RecordCache {
    * was reused, or the index does not hold every array's records.
    */
   places(): RecordPlaces | undefined;
+  /**
+   * The keys `texts.known` made of this compile's records, not made again (the render's module
+   * keys, ADR 0017s). Holds the same strings as the index to write: no copy of them.
+   */
+  keys: RecordKeys;
 }
 
 /**
@@ -184,6 +196,8 @@ export function openRecordCache(compiler: { name: string; version: string }, rea
   const places: number[] = [];
   // The key of the record `known` was last asked about, for `placed`.
   let asked: string | undefined;
+  // Every record's key, by array and index (`keys` of the cache).
+  const keyed = { assets: [] as Array<string | undefined>, dags: [] as Array<string | undefined> };
   const counts = { reused: 0, made: 0 };
   let digest = "";
   return {
@@ -191,10 +205,11 @@ export function openRecordCache(compiler: { name: string; version: string }, rea
     counts,
     texts: {
       fields: KEYED_ARRAYS,
-      known(field, _index, record) {
+      known(field, index, record) {
         asked = recordKey(record);
         const at = asked === undefined ? undefined : stored.get(asked);
         const array = KEYED_ARRAYS.indexOf(field as (typeof KEYED_ARRAYS)[number]);
+        if (array >= 0) keyed[KEYED_ARRAYS[array]!][index] = asked;
         // A record's text starts with `{` and ends with `}`: anything else is not what was indexed.
         if (at === undefined || bytes![spans[2 * at]!] !== 0x7b || bytes![spans[2 * at + 1]! - 1] !== 0x7d) {
           counts.made++;
@@ -224,6 +239,7 @@ export function openRecordCache(compiler: { name: string; version: string }, rea
         digest = createHash("sha256").update(text).digest("hex");
       },
     },
+    keys: keyed,
     encode() {
       const payload: IndexPayload = { digest, keys, spans: Uint32Array.from(places), counts: current.map((c) => c.keyed) };
       return encodeCacheEntry(RECORD_INDEX_KEY, writer, payload);

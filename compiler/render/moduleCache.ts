@@ -3,6 +3,7 @@ import { createDiagnostic, Diagnostics } from "../diagnostics/catalogue.js";
 import type { Diagnostic } from "../diagnostics/diagnostic.js";
 import type { CacheEntriesRead } from "../discover/readCache.js";
 import type { Manifest } from "../manifest/buildManifest.js";
+import type { RecordKeys } from "../manifest/recordCache.js";
 import { CACHE_FOLDER, cacheWriter } from "../parse/parseCache.js";
 import { decodeCacheEntry, encodeCacheEntry } from "../support/cacheEntry.js";
 import { nowNs, readStamp, STAMP_FIELDS, trustedStamp, writeStamps, type FileStamp } from "../support/fileStamp.js";
@@ -24,6 +25,13 @@ import { assetRenderInputs, dagRenderInputs, modulePath, monitorPath, usedAssets
  * of each Asset it declares (`assetRenderInputs`, {@link usedAssets}): every value `renderDagModule`
  * reads, as JSON texts of the in-memory manifest the render itself reads (ADR 0017n: hashing the
  * records' whole texts cost about as much as the render it saves).
+ *
+ * With the manifest stage's record keys (ADR 0017s: `RecordCache.keys`, the sha256 of each record's
+ * compact JSON text, made anyway to reuse the record's text), a DAG module's key is sha256 over the
+ * writer, the path, its DAG record's key and the key of each Asset record it declares: the whole
+ * records, not just the fields read, so a change to a field the render does not read (an Asset's
+ * schema, its contract's sha256) renders the module again. A module any of whose records has no
+ * key is keyed as above.
  */
 
 /** The render stage's folder of the cache, project-relative. */
@@ -34,7 +42,7 @@ export const MODULE_INDEX_KEY = "modules";
 export const MODULE_INDEX_PATH = `${RENDER_CACHE_FOLDER}/${MODULE_INDEX_KEY}.bin`;
 
 /** What decides a module's text beside its inputs: the render modules (with all they import) and the templates. */
-const RENDER_INPUTS = { modules: ["render/renderModules", "render/moduleCache"], files: ["templates/dag_module.py.hbs", "templates/freshness_monitor.py.hbs"] };
+const RENDER_INPUTS = { modules: ["render/renderModules", "render/moduleCache", "manifest/recordCache"], files: ["templates/dag_module.py.hbs", "templates/freshness_monitor.py.hbs"] };
 
 /** The render index's writer, `<name> <version> (render <fingerprint>)`: an index of another is foreign. */
 export function moduleCacheWriter(name: string, version: string): string {
@@ -63,14 +71,25 @@ function digestOf(text: string): Buffer {
  * The key of the module at an index: `manifest.dags[index]`'s, or at `dags.length` the freshness
  * monitor's (see the module comment), made when asked for, so that the render, which asks once per
  * module in order, holds no array of keys made before it starts (when the manifest's text is still
- * held). Each part is a
- * JSON text (no raw line break), joined by line breaks, so no two parts run together; an Asset's
- * text is made once, however many modules declare it. Equal texts are equal values for what the
- * render reads: the manifest was written as canonical JSON, so it holds no value JSON cannot
- * write (a non-finite number, a function), and a `-0`, which JSON writes as `0`, renders as `0`.
- * Another key order of an object gives another text: a miss, never a wrong hit.
+ * held).
+ *
+ * Of fields (ADR 0017n, the monitor's always, a DAG's without `records`): each part is a JSON
+ * text (no raw line break), joined by line breaks, so no two parts run together; an Asset's text
+ * is made once, however many modules declare it. Equal texts are equal values for what the render
+ * reads: the manifest was written as canonical JSON, so it holds no value JSON cannot write (a
+ * non-finite number, a function), and a `-0`, which JSON writes as `0`, renders as `0`. Another
+ * key order of an object gives another text: a miss, never a wrong hit.
+ *
+ * Of records (ADR 0017s, a DAG's when `records` holds the key of its record and of each Asset
+ * record it declares): the line `records`, then the writer and path as above, the DAG record's
+ * key, and per declared name ({@link usedAssets} order, the render's lookup: the last record of
+ * a name) its record's key or `null` for a name with no record. A key (`recordKey`, `manifest/recordCache.ts`) is a
+ * record's compact JSON text hashed, and is made only of plain JSON, so equal keys are equal
+ * records, which hold every value the render reads. The first line (`records`, not a JSON string
+ * like the writer's) keeps the two kinds' texts apart. `records` of other lengths than the
+ * manifest's arrays (not of this manifest) is not used.
  */
-export function moduleKeys(manifest: Manifest, outDir: string, writer: string): (index: number) => Buffer {
+export function moduleKeys(manifest: Manifest, outDir: string, writer: string, records?: RecordKeys): (index: number) => Buffer {
   // The render's lookup: by name, the last record of a name wins (a Map built in array order).
   const assetAt = new Map(manifest.assets.map((a, i) => [a.name, i]));
   const assetTexts = new Array<string | undefined>(manifest.assets.length);
@@ -84,9 +103,26 @@ export function moduleKeys(manifest: Manifest, outDir: string, writer: string): 
     }
     return digestOf(parts.join("\n"));
   };
+  const keys = records && records.dags.length === manifest.dags.length && records.assets.length === manifest.assets.length ? records : undefined;
+  // The key of records, or undefined where one of them has none.
+  const recordsKeyOf = (relative: string, dag: string | undefined, assets: readonly string[]): Buffer | undefined => {
+    if (dag === undefined) return undefined;
+    const parts = ["records", head, JSON.stringify(relative), dag];
+    for (const name of assets) {
+      const at = assetAt.get(name);
+      const key = at === undefined ? "null" : keys!.assets[at];
+      if (key === undefined) return undefined;
+      parts.push(key);
+    }
+    return digestOf(parts.join("\n"));
+  };
   return (index) => {
     const dag = manifest.dags[index];
-    if (dag) return keyOf(modulePath(outDir, dag.dag_id), dagRenderInputs(dag), usedAssets(dag));
+    if (dag) {
+      const relative = modulePath(outDir, dag.dag_id);
+      const used = usedAssets(dag);
+      return (keys && recordsKeyOf(relative, keys.dags[index], used)) ?? keyOf(relative, dagRenderInputs(dag), used);
+    }
     // The freshness monitor's module (index `dags.length`): its whole plan, and each Asset it watches.
     const monitor = manifest.freshness_monitor;
     if (index !== manifest.dags.length || !monitor) throw new RangeError(`moduleKeys: no module at ${index}`);
@@ -132,7 +168,8 @@ function decodeIndex(read: CacheEntriesRead, writer: string): { entries: Map<str
 }
 
 /**
- * One compile's module cache: the keys of `manifest`'s DAG modules ({@link moduleKeys}), the index discover read (`read`, of {@link MODULE_INDEX_KEY}
+ * One compile's module cache: the keys of `manifest`'s DAG modules ({@link moduleKeys}, of
+ * `records`, the manifest stage's record keys, where they hold every record a module needs), the index discover read (`read`, of {@link MODULE_INDEX_KEY}
  * in {@link RENDER_CACHE_FOLDER}), and `holds(relative, sha256, stamp)`, the write stage's check that a
  * file on the disk has that sha256 (`OutputWrite.holdsDigest`: the file's stamp, or false). A module is
  * unchanged when its key is the index's and `holds` says yes; a damaged, foreign or unreadable index
@@ -151,10 +188,11 @@ export function openModuleCache(
   compiler: { name: string; version: string },
   read: CacheEntriesRead,
   holds: (relative: string, digest: Uint8Array, stamp?: FileStamp) => FileStamp | false,
+  records?: RecordKeys,
   since: bigint = nowNs(),
 ): ModuleCache {
   const writer = moduleCacheWriter(compiler.name, compiler.version);
-  const keyAt = moduleKeys(manifest, outDir, writer);
+  const keyAt = moduleKeys(manifest, outDir, writer, records);
   // The key `unchanged` made for a module it then found changed is the one `rendered` stores.
   let last: { index: number; key: Buffer } | undefined;
   const keyOf = (index: number): Buffer => {

@@ -2,6 +2,8 @@ import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import type { Manifest } from "../../compiler/manifest/buildManifest.js";
+import { assetRenderInputs, usedAssets } from "../../compiler/render/renderModules.js";
 
 export const REPO = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..", "..");
 export const BIN = path.join(REPO, "bin", "contract-assets.js");
@@ -42,4 +44,32 @@ export function snapshot(dir: string): Map<string, string> {
   const out = new Map<string, string>();
   for (const rel of mtimes(dir).keys()) out.set(rel, fs.readFileSync(path.join(dir, rel)).toString("base64"));
   return out;
+}
+
+/**
+ * How many modules a compile of `next` renders with the render cache of a compile of `previous`
+ * (ADR 0017s), every module file on the disk as the last compile wrote it: each DAG whose record,
+ * or the record of an Asset it declares (the last of a name), is not the same value as before
+ * (JSON texts of sorted keys: `previous` may be the parsed file, its keys in another order), or was not there, and the freshness monitor when its plan or a field the render reads of an
+ * Asset it watches changed (its key is of fields, ADR 0017n).
+ */
+export function modulesToRender(previous: Manifest, next: Manifest): number {
+  // Each object's keys sorted (an undefined field left out, as in the file).
+  const text = (value: unknown): string =>
+    JSON.stringify(value, (_key, v: unknown) => (v && typeof v === "object" && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : v));
+  const texts = (m: Manifest): Map<string, string> => new Map(m.assets.map((a) => [a.name, text(a)]));
+  const [before, after] = [texts(previous), texts(next)];
+  const dagsBefore = new Map(previous.dags.map((d) => [d.dag_id, text(d)]));
+  const changed = (name: string): boolean => before.get(name) !== after.get(name);
+  let count = next.dags.filter((d) => dagsBefore.get(d.dag_id) !== text(d) || usedAssets(d).some(changed)).length;
+  const monitor = next.freshness_monitor;
+  if (monitor) {
+    const inputs = (m: Manifest, name: string): string => {
+      const a = [...m.assets].reverse().find((x) => x.name === name);
+      return a ? text(assetRenderInputs(a)) : "null";
+    };
+    const same = text(previous.freshness_monitor) === text(monitor) && monitor.assets.every((a) => inputs(previous, a.name) === inputs(next, a.name));
+    if (!same) count++;
+  }
+  return count;
 }

@@ -8,13 +8,14 @@ import { defaultLayout } from "../../compiler/discover/discoverProject.js";
 import type { Manifest, ManifestAsset } from "../../compiler/manifest/buildManifest.js";
 import type { DagPlan } from "../../compiler/plan/planDags.js";
 import { compileProject, type CompileResult } from "../../compiler/pipeline.js";
-import { MODULE_INDEX_KEY, MODULE_INDEX_PATH, moduleCacheWriter } from "../../compiler/render/moduleCache.js";
-import { assetRenderInputs, dagRenderInputs, renderDagModule, renderFreshnessMonitor } from "../../compiler/render/renderModules.js";
+import { recordKey, type RecordKeys } from "../../compiler/manifest/recordCache.js";
+import { MODULE_INDEX_KEY, MODULE_INDEX_PATH, moduleCacheWriter, moduleKeys } from "../../compiler/render/moduleCache.js";
+import { assetRenderInputs, dagRenderInputs, modulePath, renderDagModule, renderFreshnessMonitor, usedAssets } from "../../compiler/render/renderModules.js";
 import { CACHE_MAGIC, decodeCacheEntry } from "../../compiler/support/cacheEntry.js";
 import { RACY_MARGIN_NS, readStamp, sameStamp, stampOf, trustedStamp, writeStamps, type FileStamp } from "../../compiler/support/fileStamp.js";
 import { COMPILER_NAME, COMPILER_VERSION } from "../../compiler/version.js";
 import { openWrite } from "../../compiler/write/writeOutputs.js";
-import { REPO, snapshot } from "./helpers.js";
+import { modulesToRender, REPO, snapshot } from "./helpers.js";
 // @ts-expect-error -- plain JavaScript module of the benchmark (scripts/bench), no type declarations
 import { writeCorpus } from "../../scripts/bench/corpus.mjs";
 
@@ -196,6 +197,84 @@ describe("the render stage's incremental cache", () => {
     expect(kept.cache?.modules).toBeUndefined();
     expect(kept.files?.size).toBe(modules(root).length + 1);
     expect(fs.existsSync(path.join(root, MODULE_INDEX_PATH))).toBe(false);
+  });
+
+  describe("keys of the manifest's records (ADR 0017s)", () => {
+    it("keys a DAG module by its records' keys where every record it needs has one, and by the fields (ADR 0017n) where one has none", () => {
+      const manifest = goldenManifests().find((m) => m.freshness_monitor && m.dags.some((d) => usedAssets(d).some((n) => m.assets.some((a) => a.name === n))))!;
+      const writer = moduleCacheWriter(COMPILER_NAME, COMPILER_VERSION);
+      const keys: RecordKeys = { assets: manifest.assets.map(recordKey), dags: manifest.dags.map(recordKey) };
+      expect([...keys.assets, ...keys.dags].every((k) => typeof k === "string")).toBe(true);
+      const modulesCount = manifest.dags.length + 1;
+      const ofFields = moduleKeys(manifest, "generated", writer);
+      const ofRecords = moduleKeys(manifest, "generated", writer, keys);
+      // The last record of a name, as the render looks it up; a name with none is `null`.
+      const assetKey = (name: string): string => {
+        const at = manifest.assets.map((a) => a.name).lastIndexOf(name);
+        return at < 0 ? "null" : keys.assets[at]!;
+      };
+      const sha = (text: string): Buffer => createHash("sha256").update(text).digest();
+      manifest.dags.forEach((dag, i) => {
+        const expected = ["records", JSON.stringify(writer), JSON.stringify(modulePath("generated", dag.dag_id)), keys.dags[i]!, ...usedAssets(dag).map(assetKey)].join("\n");
+        expect(ofRecords(i).equals(sha(expected)), dag.dag_id).toBe(true);
+        expect(ofRecords(i).equals(ofFields(i)), dag.dag_id).toBe(false);
+      });
+      // The freshness monitor's module keeps the key of fields.
+      expect(ofRecords(manifest.dags.length).equals(ofFields(manifest.dags.length))).toBe(true);
+
+      // A DAG record without a key, and an Asset record without one: those modules fall back to the
+      // key of fields (exactly today's), the rest keep the key of records.
+      const used = manifest.dags.findIndex((d) => usedAssets(d).some((n) => manifest.assets.some((a) => a.name === n)));
+      const name = usedAssets(manifest.dags[used]!).find((n) => manifest.assets.some((a) => a.name === n))!;
+      const keyless = manifest.assets.map((a) => a.name).lastIndexOf(name);
+      const lone = manifest.dags.findIndex((d, i) => i !== used);
+      const partial: RecordKeys = { assets: keys.assets.map((k, i) => (i === keyless ? undefined : k)), dags: keys.dags.map((k, i) => (i === lone ? undefined : k)) };
+      const mixed = moduleKeys(manifest, "generated", writer, partial);
+      let fellBack = 0;
+      manifest.dags.forEach((dag, i) => {
+        const falls = i === lone || usedAssets(dag).includes(name);
+        if (falls) fellBack++;
+        expect(mixed(i).equals(falls ? ofFields(i) : ofRecords(i)), dag.dag_id).toBe(true);
+      });
+      expect(fellBack).toBeGreaterThanOrEqual(2);
+      // Keys of another manifest (other lengths) are not used at all.
+      const other = moduleKeys(manifest, "generated", writer, { assets: keys.assets.slice(1), dags: keys.dags });
+      for (let i = 0; i < modulesCount; i++) expect(other(i).equals(ofFields(i))).toBe(true);
+    });
+
+    it("renders again, and right, the modules of the consumers of an Asset whose schema changed, which the render does not read", () => {
+      const root = copyCorpus();
+      const first = compile(root, { cache: true });
+      const manifest = first.manifest!;
+      // An Asset declared by DAGs of other contracts than its own (its consumers), the only one of its contract.
+      const consumersOf = (name: string, contract: string): string[] => manifest.dags.filter((d) => d.contract !== contract && usedAssets(d).includes(name)).map((d) => modulePath("generated", d.dag_id));
+      const asset = manifest.assets.find((a) => !a.external && consumersOf(a.name, a.contract).length >= 2 && manifest.assets.filter((b) => b.contract === a.contract).length === 1)!;
+      const consumers = consumersOf(asset.name, asset.contract);
+      // A column's description: in the Asset's record (its schema), not in what its consumers render.
+      const file = path.join(root, asset.contract);
+      const text = fs.readFileSync(file, "utf8");
+      const edited = text.replace(/(\{name: [^\n]*description: ")/, "$1schema edit ");
+      expect(edited).not.toBe(text);
+      fs.writeFileSync(file, edited);
+      const before = new Map(consumers.map((m) => [m, fs.readFileSync(path.join(root, m), "utf8")]));
+      const warm = compile(root, { cache: true });
+      const after = warm.manifest!.assets.find((a) => a.name === asset.name)!;
+      expect(after.schema).not.toEqual(asset.schema);
+      expect(assetRenderInputs(after)).toEqual(assetRenderInputs(asset));
+      // Rendered again: every module declaring an Asset of the edited contract, or of that contract.
+      const rendered = modulesToRender(manifest, warm.manifest!);
+      expect(rendered).toBeGreaterThanOrEqual(consumers.length + 1);
+      expect(warm.cache?.modules).toEqual({ rendered, unchanged: modules(root).length - rendered });
+      // Their text is what it was: not written, and what a compile without the cache writes.
+      for (const m of consumers) expect(warm.written?.written).not.toContain(m);
+      for (const [m, t] of before) expect(fs.readFileSync(path.join(root, m), "utf8")).toBe(t);
+      const reference = copyCorpus();
+      fs.writeFileSync(path.join(reference, asset.contract), edited);
+      compile(reference);
+      expect(snapshot(path.join(root, "generated"))).toEqual(snapshot(path.join(reference, "generated")));
+      // Next time, nothing changed: none rendered.
+      expect(compile(root, { cache: true }).cache?.modules).toEqual({ rendered: 0, unchanged: modules(root).length });
+    });
   });
 
   describe("stamps of module files (ADR 0017q)", () => {

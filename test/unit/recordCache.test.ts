@@ -7,7 +7,7 @@ import { parseManifest } from "../../compiler/discover/readManifest.js";
 import { diffManifests } from "../../compiler/diff/diffManifests.js";
 import { RECORD_INDEX_PATH } from "../../compiler/manifest/recordCache.js";
 import { compileProject, type CompileResult } from "../../compiler/pipeline.js";
-import { snapshot } from "./helpers.js";
+import { modulesToRender, snapshot } from "./helpers.js";
 // @ts-expect-error -- plain JavaScript module of the benchmark (scripts/bench), no type declarations
 import { writeCorpus } from "../../scripts/bench/corpus.mjs";
 
@@ -66,6 +66,7 @@ describe("the manifest's record cache in a compile", () => {
     // Nothing changed: every record taken from the last manifest, the same bytes.
     const again = compile(root, { cache: true });
     expect(again.cache?.records).toEqual({ reused: records, made: 0 });
+    expect(again.cache?.modules?.rendered).toBe(0);
     const next = random(7);
     const files = contracts(root);
     for (let round = 0; round < 4; round++) {
@@ -96,6 +97,11 @@ describe("the manifest's record cache in a compile", () => {
       expect(counts.reused + counts.made).toBe(warm.manifest!.assets.length + warm.manifest!.dags.length);
       expect(counts.made).toBeGreaterThan(0);
       expect(counts.reused).toBeGreaterThan(records / 2);
+      // The DAG modules are keyed by these records' keys (ADR 0017s): rendered again are exactly the
+      // ones whose DAG record or a declared Asset's record changed (its consumers too), the rest skipped.
+      const rendered = modulesToRender(previous, warm.manifest!);
+      expect(rendered).toBeGreaterThan(0);
+      expect(warm.cache!.modules).toEqual({ rendered, unchanged: warm.manifest!.dags.length + (warm.manifest!.freshness_monitor ? 1 : 0) - rendered });
     }
   });
 
