@@ -295,7 +295,7 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
       write?.add(relative, text);
     };
     // With the cache, a DAG module whose inputs are the index's and whose file holds the index's
-    // hash is neither rendered nor compared (ADR 0017n), keyed by the manifest's record keys (ADR 0017s).
+    // hash is neither rendered nor compared (ADR 0017n), keyed by the manifest's record keys (ADR 0017r).
     const modules = parseCache && write && !files
       ? openModuleCache(manifest, layout.outDir, { name: COMPILER_NAME, version: COMPILER_VERSION }, readCacheEntries(layout.root, RENDER_CACHE_FOLDER, [MODULE_INDEX_KEY]), (relative, digest, stamp) => write.holdsDigest(relative, digest, stamp), records?.keys)
       : undefined;

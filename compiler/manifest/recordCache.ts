@@ -156,7 +156,7 @@ export interface RecordCache {
   places(): RecordPlaces | undefined;
   /**
    * The keys `texts.known` made of this compile's records, not made again (the render's module
-   * keys, ADR 0017s). Holds the same strings as the index to write: no copy of them.
+   * keys, ADR 0017r). Holds the same strings as the index to write: no copy of them.
    */
   keys: RecordKeys;
 }

@@ -26,7 +26,7 @@ import { assetRenderInputs, dagRenderInputs, modulePath, monitorPath, usedAssets
  * reads, as JSON texts of the in-memory manifest the render itself reads (ADR 0017n: hashing the
  * records' whole texts cost about as much as the render it saves).
  *
- * With the manifest stage's record keys (ADR 0017s: `RecordCache.keys`, the sha256 of each record's
+ * With the manifest stage's record keys (ADR 0017r: `RecordCache.keys`, the sha256 of each record's
  * compact JSON text, made anyway to reuse the record's text), a DAG module's key is sha256 over the
  * writer, the path, its DAG record's key and the key of each Asset record it declares: the whole
  * records, not just the fields read, so a change to a field the render does not read (an Asset's
@@ -80,7 +80,7 @@ function digestOf(text: string): Buffer {
  * non-finite number, a function), and a `-0`, which JSON writes as `0`, renders as `0`. Another
  * key order of an object gives another text: a miss, never a wrong hit.
  *
- * Of records (ADR 0017s, a DAG's when `records` holds the key of its record and of each Asset
+ * Of records (ADR 0017r, a DAG's when `records` holds the key of its record and of each Asset
  * record it declares): the line `records`, then the writer and path as above, the DAG record's
  * key, and per declared name ({@link usedAssets} order, the render's lookup: the last record of
  * a name) its record's key or `null` for a name with no record. A key (`recordKey`, `manifest/recordCache.ts`) is a

@@ -48,7 +48,7 @@ export function snapshot(dir: string): Map<string, string> {
 
 /**
  * How many modules a compile of `next` renders with the render cache of a compile of `previous`
- * (ADR 0017s), every module file on the disk as the last compile wrote it: each DAG whose record,
+ * (ADR 0017r), every module file on the disk as the last compile wrote it: each DAG whose record,
  * or the record of an Asset it declares (the last of a name), is not the same value as before
  * (JSON texts of sorted keys: `previous` may be the parsed file, its keys in another order), or was not there, and the freshness monitor when its plan or a field the render reads of an
  * Asset it watches changed (its key is of fields, ADR 0017n).

@@ -199,7 +199,7 @@ describe("the render stage's incremental cache", () => {
     expect(fs.existsSync(path.join(root, MODULE_INDEX_PATH))).toBe(false);
   });
 
-  describe("keys of the manifest's records (ADR 0017s)", () => {
+  describe("keys of the manifest's records (ADR 0017r)", () => {
     it("keys a DAG module by its records' keys where every record it needs has one, and by the fields (ADR 0017n) where one has none", () => {
       const manifest = goldenManifests().find((m) => m.freshness_monitor && m.dags.some((d) => usedAssets(d).some((n) => m.assets.some((a) => a.name === n))))!;
       const writer = moduleCacheWriter(COMPILER_NAME, COMPILER_VERSION);

@@ -97,7 +97,7 @@ describe("the manifest's record cache in a compile", () => {
       expect(counts.reused + counts.made).toBe(warm.manifest!.assets.length + warm.manifest!.dags.length);
       expect(counts.made).toBeGreaterThan(0);
       expect(counts.reused).toBeGreaterThan(records / 2);
-      // The DAG modules are keyed by these records' keys (ADR 0017s): rendered again are exactly the
+      // The DAG modules are keyed by these records' keys (ADR 0017r): rendered again are exactly the
       // ones whose DAG record or a declared Asset's record changed (its consumers too), the rest skipped.
       const rendered = modulesToRender(previous, warm.manifest!);
       expect(rendered).toBeGreaterThan(0);
