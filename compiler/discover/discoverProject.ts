@@ -133,7 +133,7 @@ function readManifestFile(root: string, relative: string, diagnostics: Diagnosti
   return text !== undefined ? { path: relative, text } : undefined;
 }
 
-/** A project file's bytes, within the size limit (else CA1002); undefined with CA1001 when it cannot be read. */
+/** A project file's bytes, within the size limit (else CA1002); undefined with CA1001 when it cannot be read or is neither a regular file nor a folder (a FIFO, a device: "not a regular file"; a folder fails the read, EISDIR). */
 function readBytes(root: string, relative: string, diagnostics: Diagnostic[], limit: number): Buffer | undefined {
   const absolute = path.join(root, relative);
   let fd: number | undefined;
