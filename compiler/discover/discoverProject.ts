@@ -133,16 +133,24 @@ function readManifestFile(root: string, relative: string, diagnostics: Diagnosti
   return text !== undefined ? { path: relative, text } : undefined;
 }
 
-/** A project file's bytes, within the size limit (else CA1002); undefined with CA1001 when it cannot be read. */
+/** A project file's bytes, within the size limit (else CA1002); undefined with CA1001 when it cannot be read or is neither a regular file nor a folder (a FIFO, a device: "not a regular file"; a folder fails the read, EISDIR). */
 function readBytes(root: string, relative: string, diagnostics: Diagnostic[], limit: number): Buffer | undefined {
   const absolute = path.join(root, relative);
+  let fd: number | undefined;
   try {
-    const stat = fs.statSync(absolute);
+    // Opened without blocking, then looked at: a FIFO with no writer (or a device) in a file's
+    // place would block the read for ever, or never end; a folder still fails the read (EISDIR).
+    fd = fs.openSync(absolute, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
+    const stat = fs.fstatSync(fd);
+    if (!stat.isFile() && !stat.isDirectory()) {
+      diagnostics.push(createDiagnostic(Diagnostics.FileUnreadable, { reason: "not a regular file" }, { file: relative, line: 1, column: 1 }));
+      return undefined;
+    }
     if (stat.size > limit) {
       diagnostics.push(createDiagnostic(Diagnostics.FileTooLarge, { size: stat.size, limit }, { file: relative, line: 1, column: 1 }));
       return undefined;
     }
-    return fs.readFileSync(absolute);
+    return fs.readFileSync(fd);
   } catch (error) {
     diagnostics.push(
       createDiagnostic(Diagnostics.FileUnreadable, { reason: (error as NodeJS.ErrnoException).code ?? String(error) }, {
@@ -152,6 +160,8 @@ function readBytes(root: string, relative: string, diagnostics: Diagnostic[], li
       }),
     );
     return undefined;
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
   }
 }
 

@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import os from "node:os";
+import { spawn, spawnSync } from "node:child_process";
 import { describe, expect, it, vi } from "vitest";
 import { defaultLayout, discoverProject, MAX_FILE_BYTES, readReferencedFiles } from "../../compiler/discover/discoverProject.js";
 import { compileProject } from "../../compiler/pipeline.js";
@@ -78,6 +79,32 @@ describe("the files contracts name", () => {
 });
 
 describe("the previous state", () => {
+  it("is CA1001 when a FIFO stands in the output folder's manifest, with or without the cache, never a read that blocks", () => {
+    for (const cache of [false, true]) {
+      const root = copyBundledProject();
+      fs.mkdirSync(path.join(root, "generated"), { recursive: true });
+      if (cache) {
+        // A warm cache, so that the record cache asks for the manifest's bytes before the manifest is built (ADR 0017p).
+        expect(compileProject(defaultLayout(root), { cache: true, write: "write" }).diagnostics.filter((d) => d.severity === "error")).toEqual([]);
+        fs.rmSync(path.join(root, "generated", "manifest.json"));
+      }
+      const fifo = path.join(root, "generated", "manifest.json");
+      expect(spawnSync("mkfifo", [fifo]).status).toBe(0);
+      // Without the fix the read blocks this thread until a writer comes: this one opens the FIFO
+      // after 10 s and writes nothing, so the test then fails (an empty manifest, CA1101) rather than hanging.
+      const unblock = spawn("sh", ["-c", `sleep 10; : > "${fifo}"`], { stdio: "ignore" });
+      try {
+        const result = compileProject(defaultLayout(root), { write: "write", ...(cache ? { cache: true } : {}) });
+        const errors = result.diagnostics.filter((d) => d.severity === "error").map((d) => `${d.code} ${d.location?.file}:${d.location?.line}:${d.location?.column} ${d.message}`);
+        expect(errors).toEqual(["CA1001 generated/manifest.json:1:1 cannot read the file: not a regular file"]);
+        expect(result.written).toBeUndefined();
+        expect(fs.lstatSync(fifo).isFIFO()).toBe(true);
+      } finally {
+        unblock.kill();
+      }
+    }
+  });
+
   it("is checked in the output folder too when a compile against a Git ref would overwrite it", () => {
     const root = copyBundledProject();
     fs.mkdirSync(path.join(root, "generated"), { recursive: true });
