@@ -4,7 +4,7 @@ import type { Diagnostic } from "../diagnostics/diagnostic.js";
 import type { CacheEntriesRead } from "../discover/readCache.js";
 import type { RecordPlaces } from "../discover/readManifest.js";
 import { CACHE_FOLDER, cacheWriter } from "../parse/parseCache.js";
-import { decodeCacheEntry, encodeCacheEntry } from "../support/cacheEntry.js";
+import { decodeEntryRead, encodeCacheEntry } from "../support/cacheEntry.js";
 import type { RecordTexts } from "../support/canonical-json.js";
 
 /**
@@ -105,12 +105,8 @@ interface IndexPayload {
 
 /** Why the index found cannot be used, or its payload. */
 function decodeIndex(read: CacheEntriesRead, writer: string): IndexPayload | { problem: "damaged" | "foreign" | "unreadable"; detail: string } | undefined {
-  const unreadable = read.unreadable.get(RECORD_INDEX_KEY);
-  if (unreadable !== undefined) return { problem: "unreadable", detail: unreadable };
-  const bytes = read.found.get(RECORD_INDEX_KEY);
-  if (bytes === undefined) return undefined;
-  const decoded = decodeCacheEntry(bytes, { key: RECORD_INDEX_KEY, compiler: writer });
-  if ("problem" in decoded) return decoded;
+  const decoded = decodeEntryRead(read, { key: RECORD_INDEX_KEY, compiler: writer });
+  if (decoded === undefined || "problem" in decoded) return decoded;
   const p = decoded.value as Partial<IndexPayload> | null;
   const shaped =
     typeof p === "object" &&

@@ -5,7 +5,7 @@ import type { CacheEntriesRead } from "../discover/readCache.js";
 import type { Manifest } from "../manifest/buildManifest.js";
 import type { RecordKeys } from "../manifest/recordCache.js";
 import { CACHE_FOLDER, cacheWriter } from "../parse/parseCache.js";
-import { decodeCacheEntry, encodeCacheEntry } from "../support/cacheEntry.js";
+import { decodeEntryRead, encodeCacheEntry } from "../support/cacheEntry.js";
 import { nowNs, readStamp, STAMP_FIELDS, trustedStamp, writeStamps, type FileStamp } from "../support/fileStamp.js";
 import { assetRenderInputs, dagRenderInputs, modulePath, monitorPath, usedAssets, type ModuleSkip } from "./renderModules.js";
 
@@ -150,12 +150,8 @@ interface IndexEntry {
 
 /** The index's entries by path, or why it cannot be used. */
 function decodeIndex(read: CacheEntriesRead, writer: string): { entries: Map<string, IndexEntry> } | { problem: "damaged" | "foreign" | "unreadable"; detail: string } | undefined {
-  const unreadable = read.unreadable.get(MODULE_INDEX_KEY);
-  if (unreadable !== undefined) return { problem: "unreadable", detail: unreadable };
-  const bytes = read.found.get(MODULE_INDEX_KEY);
-  if (bytes === undefined) return undefined;
-  const decoded = decodeCacheEntry(bytes, { key: MODULE_INDEX_KEY, compiler: writer });
-  if ("problem" in decoded) return decoded;
+  const decoded = decodeEntryRead(read, { key: MODULE_INDEX_KEY, compiler: writer });
+  if (decoded === undefined || "problem" in decoded) return decoded;
   const p = decoded.value as Partial<IndexPayload> | null;
   if (typeof p !== "object" || p === null || !Array.isArray(p.paths) || !(p.digests instanceof Uint8Array) || p.digests.length !== p.paths.length * 2 * DIGEST || !(p.stamps instanceof BigInt64Array) || p.stamps.length !== p.paths.length * STAMP_FIELDS || !p.paths.every((x) => typeof x === "string")) {
     return { problem: "damaged", detail: "it holds no index of modules" };

@@ -107,3 +107,19 @@ export function decodeCacheEntry(bytes: Uint8Array, expected: CacheExpectation):
     return { problem: "damaged", detail: `cannot be read back (${error instanceof Error ? error.message : String(error)})` };
   }
 }
+
+/**
+ * The entry of `expected.key` among entries read all at once (discover's `readCacheEntries`: bytes
+ * by key, and why others could not be read), decoded ({@link decodeCacheEntry}): its value, why it
+ * cannot be used (`unreadable` with the reason the read gave), or undefined when there is none.
+ * The one entry of an index (the render stage's `modules.bin`, the manifest stage's `records.bin`).
+ */
+export function decodeEntryRead(
+  read: { found: ReadonlyMap<string, Uint8Array>; unreadable: ReadonlyMap<string, string> },
+  expected: CacheExpectation,
+): DecodedEntry | { problem: "unreadable"; detail: string } | undefined {
+  const unreadable = read.unreadable.get(expected.key);
+  if (unreadable !== undefined) return { problem: "unreadable", detail: unreadable };
+  const bytes = read.found.get(expected.key);
+  return bytes === undefined ? undefined : decodeCacheEntry(bytes, expected);
+}

@@ -3,7 +3,11 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { Manifest } from "../../compiler/manifest/buildManifest.js";
+import { defaultLayout } from "../../compiler/discover/discoverProject.js";
+import { compileProject, type CompileResult } from "../../compiler/pipeline.js";
 import { assetRenderInputs, usedAssets } from "../../compiler/render/renderModules.js";
+// @ts-expect-error -- plain JavaScript module of the benchmark (scripts/bench), no type declarations
+import { writeCorpus } from "../../scripts/bench/corpus.mjs";
 
 export const REPO = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..", "..");
 export const BIN = path.join(REPO, "bin", "contract-assets.js");
@@ -22,6 +26,28 @@ export function copyBundledProject(): string {
   }
   return root;
 }
+
+/**
+ * A maker of temporary copies of one synthetic corpus (`scripts/bench/corpus.mjs`, `contracts`
+ * contracts of `seed`), generated once, on the first copy, into a folder named after `prefix`.
+ */
+export function corpusCopies(prefix: string, contracts: number, seed: number): () => string {
+  let made: string | undefined;
+  return () => {
+    made ??= (() => {
+      const root = fs.mkdtempSync(path.join(os.tmpdir(), `${prefix}-corpus-`));
+      writeCorpus({ contracts, seed, root });
+      return root;
+    })();
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), `${prefix}-`));
+    fs.cpSync(made, root, { recursive: true });
+    return root;
+  };
+}
+
+/** `compile` of a root into its generated/ (`--check` with `check`), with the incremental cache when `cache`. */
+export const compileRoot = (root: string, options: { cache?: boolean; check?: boolean } = {}): CompileResult =>
+  compileProject(defaultLayout(root), { write: options.check ? "check" : "write", ...(options.cache ? { cache: true } : {}) });
 
 /** Modification times of every file below a folder, by relative path. */
 export function mtimes(dir: string): Map<string, number> {

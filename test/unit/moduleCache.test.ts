@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { defaultLayout } from "../../compiler/discover/discoverProject.js";
 import type { Manifest, ManifestAsset } from "../../compiler/manifest/buildManifest.js";
 import type { DagPlan } from "../../compiler/plan/planDags.js";
-import { compileProject, type CompileResult } from "../../compiler/pipeline.js";
+import { compileProject } from "../../compiler/pipeline.js";
 import { recordKey, type RecordKeys } from "../../compiler/manifest/recordCache.js";
 import { MODULE_INDEX_KEY, MODULE_INDEX_PATH, moduleCacheWriter, moduleKeys } from "../../compiler/render/moduleCache.js";
 import { assetRenderInputs, dagRenderInputs, modulePath, renderDagModule, renderFreshnessMonitor, usedAssets } from "../../compiler/render/renderModules.js";
@@ -15,9 +15,7 @@ import { CACHE_MAGIC, decodeCacheEntry } from "../../compiler/support/cacheEntry
 import { RACY_MARGIN_NS, readStamp, sameStamp, stampOf, trustedStamp, writeStamps, type FileStamp } from "../../compiler/support/fileStamp.js";
 import { COMPILER_NAME, COMPILER_VERSION } from "../../compiler/version.js";
 import { openWrite } from "../../compiler/write/writeOutputs.js";
-import { modulesToRender, REPO, snapshot } from "./helpers.js";
-// @ts-expect-error -- plain JavaScript module of the benchmark (scripts/bench), no type declarations
-import { writeCorpus } from "../../scripts/bench/corpus.mjs";
+import { modulesToRender, REPO, snapshot, corpusCopies, compileRoot } from "./helpers.js";
 
 // The render stage's incremental cache (ADR 0017n): a DAG module whose inputs are the index's and
 // whose file holds the index's hash is not rendered. What it skips must be what a render would
@@ -53,26 +51,8 @@ function recording<T extends object>(value: T, prefix: string, reads: Set<string
   });
 }
 
-const ROOT_CORPUS = (() => {
-  let made: string | undefined;
-  return (): string => {
-    made ??= (() => {
-      const root = fs.mkdtempSync(path.join(os.tmpdir(), "ca-modules-corpus-"));
-      writeCorpus({ contracts: 30, seed: 20261202, root });
-      return root;
-    })();
-    return made;
-  };
-})();
-
-function copyCorpus(): string {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), "ca-modules-"));
-  fs.cpSync(ROOT_CORPUS(), root, { recursive: true });
-  return root;
-}
-
-const compile = (root: string, options: { cache?: boolean; check?: boolean } = {}): CompileResult =>
-  compileProject(defaultLayout(root), { write: options.check ? "check" : "write", ...(options.cache ? { cache: true } : {}) });
+const copyCorpus = corpusCopies("ca-modules", 30, 20261202);
+const compile = compileRoot;
 
 /** The generated DAG modules of a root, project-relative and sorted. */
 function modules(root: string): string[] {

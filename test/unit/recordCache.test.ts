@@ -2,40 +2,18 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { defaultLayout } from "../../compiler/discover/discoverProject.js";
 import { parseManifest } from "../../compiler/discover/readManifest.js";
 import { diffManifests } from "../../compiler/diff/diffManifests.js";
 import { RECORD_INDEX_PATH } from "../../compiler/manifest/recordCache.js";
-import { compileProject, type CompileResult } from "../../compiler/pipeline.js";
-import { modulesToRender, snapshot } from "./helpers.js";
-// @ts-expect-error -- plain JavaScript module of the benchmark (scripts/bench), no type declarations
-import { writeCorpus } from "../../scripts/bench/corpus.mjs";
+import { modulesToRender, snapshot, corpusCopies, compileRoot } from "./helpers.js";
 
 // The manifest's record cache (ADR 0017p) in whole compiles: the manifest written with the cache
 // is byte for byte the one written without it, whatever was edited, and a manifest edited by hand
 // gives nothing to the next compile. test/property/recordCache.property.test.ts checks the text
 // assembly over random records.
 
-const ROOT_CORPUS = (() => {
-  let made: string | undefined;
-  return (): string => {
-    made ??= (() => {
-      const root = fs.mkdtempSync(path.join(os.tmpdir(), "ca-records-corpus-"));
-      writeCorpus({ contracts: 30, seed: 20261203, root });
-      return root;
-    })();
-    return made;
-  };
-})();
-
-function copyCorpus(): string {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), "ca-records-"));
-  fs.cpSync(ROOT_CORPUS(), root, { recursive: true });
-  return root;
-}
-
-const compile = (root: string, options: { cache?: boolean; check?: boolean } = {}): CompileResult =>
-  compileProject(defaultLayout(root), { write: options.check ? "check" : "write", ...(options.cache ? { cache: true } : {}) });
+const copyCorpus = corpusCopies("ca-records", 30, 20261203);
+const compile = compileRoot;
 
 /** The contract files of a root, project-relative and sorted. */
 function contracts(root: string): string[] {
