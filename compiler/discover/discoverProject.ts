@@ -7,6 +7,7 @@ import type { Diagnostic, StageResult } from "../diagnostics/diagnostic.js";
 import type { Manifest } from "../model/manifest.js";
 import { compareStrings } from "../support/compare.js";
 import { relativePosix, staysInside, toPosix } from "../support/paths.js";
+import { readRegularFile } from "../support/regularFile.js";
 import { utf8Chunks } from "../support/utf8.js";
 import { AsciiText, readPreviousManifest, wholeText, type ManifestText, type RecordPlaces } from "./readManifest.js";
 
@@ -133,36 +134,24 @@ function readManifestFile(root: string, relative: string, diagnostics: Diagnosti
   return text !== undefined ? { path: relative, text } : undefined;
 }
 
-/** A project file's bytes, within the size limit (else CA1002); undefined with CA1001 when it cannot be read or is neither a regular file nor a folder (a FIFO, a device: "not a regular file"; a folder fails the read, EISDIR). */
-function readBytes(root: string, relative: string, diagnostics: Diagnostic[], limit: number): Buffer | undefined {
-  const absolute = path.join(root, relative);
-  let fd: number | undefined;
-  try {
-    // Opened without blocking, then looked at: a FIFO with no writer (or a device) in a file's
-    // place would block the read for ever, or never end; a folder still fails the read (EISDIR).
-    fd = fs.openSync(absolute, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
-    const stat = fs.fstatSync(fd);
-    if (!stat.isFile() && !stat.isDirectory()) {
-      diagnostics.push(createDiagnostic(Diagnostics.FileUnreadable, { reason: "not a regular file" }, { file: relative, line: 1, column: 1 }));
-      return undefined;
-    }
-    if (stat.size > limit) {
-      diagnostics.push(createDiagnostic(Diagnostics.FileTooLarge, { size: stat.size, limit }, { file: relative, line: 1, column: 1 }));
-      return undefined;
-    }
-    return fs.readFileSync(fd);
-  } catch (error) {
-    diagnostics.push(
-      createDiagnostic(Diagnostics.FileUnreadable, { reason: (error as NodeJS.ErrnoException).code ?? String(error) }, {
-        file: relative,
-        line: 1,
-        column: 1,
-      }),
-    );
-    return undefined;
-  } finally {
-    if (fd !== undefined) fs.closeSync(fd);
+/**
+ * A project file's bytes, within the size limit (else CA1002); undefined with CA1001 when it cannot
+ * be read or is not a regular file (a FIFO, a device: "not a regular file", never read, since
+ * `readRegularFile` opens without blocking; a folder: "EISDIR", as the read of one fails). Links
+ * are followed (discover has already refused those leaving the project). `orNone`: a missing file
+ * is undefined without a diagnostic (a file that may not be there).
+ */
+function readBytes(root: string, relative: string, diagnostics: Diagnostic[], limit: number, orNone = false): Buffer | undefined {
+  const read = readRegularFile(path.join(root, relative), { limit, follow: true });
+  if ("bytes" in read) return read.bytes;
+  if (orNone && read.reason === "missing") return undefined;
+  const at = { file: relative, line: 1, column: 1 };
+  if (read.reason === "too large") diagnostics.push(createDiagnostic(Diagnostics.FileTooLarge, { size: read.size, limit }, at));
+  else {
+    const reason = read.reason === "missing" ? "ENOENT" : read.reason === "a folder" ? "EISDIR" : read.reason === "error" ? read.code : read.reason;
+    diagnostics.push(createDiagnostic(Diagnostics.FileUnreadable, { reason }, at));
   }
+  return undefined;
 }
 
 /** Where {@link fileHoldsText} reads a file's bytes: one buffer for the process, grown to the largest chunk. */
@@ -281,7 +270,7 @@ function discoverPreviousState(layout: ProjectLayout, options: DiscoverOptions, 
   const outputManifestBytes = (): Buffer | undefined => {
     if (early) return early.bytes;
     const problems: Diagnostic[] = [];
-    const bytes = fs.existsSync(path.join(layout.root, ownPath)) ? readBytes(layout.root, ownPath, problems, MAX_MANIFEST_BYTES) : undefined;
+    const bytes = readBytes(layout.root, ownPath, problems, MAX_MANIFEST_BYTES, true);
     // Kept only for the previous state that reads this very file; otherwise the caller's alone.
     if (previous === "output") early = { ...(bytes ? { bytes } : {}), diagnostics: problems };
     return bytes;
@@ -295,18 +284,16 @@ function discoverPreviousState(layout: ProjectLayout, options: DiscoverOptions, 
   let holds: { path: string; text: (text: string) => boolean } | undefined;
   const textOnly = (file: SourceFile | undefined): Pick<SourceFile, "path" | "text"> | undefined => (file ? { path: file.path, text: file.text } : undefined);
   if (previous === "output") {
-    const manifestPath = toPosix(path.join(layout.outDir, "manifest.json"));
-    if (!fs.existsSync(path.join(layout.root, manifestPath))) return { firstCompile: true, outputManifestBytes };
-    holds = { path: manifestPath, text: (text) => fileHoldsText(path.join(layout.root, manifestPath), text) };
+    if (!fs.existsSync(path.join(layout.root, ownPath))) return { firstCompile: true, outputManifestBytes };
+    holds = { path: ownPath, text: (text) => fileHoldsText(path.join(layout.root, ownPath), text) };
     readFile = () => {
       const problems: Diagnostic[] = [];
-      const file = readManifestFile(layout.root, manifestPath, problems, early);
+      const file = readManifestFile(layout.root, ownPath, problems, early);
       return { ...(file ? { file } : {}), diagnostics: problems };
     };
   } else {
-    const own = toPosix(path.join(layout.outDir, "manifest.json"));
-    if (options.writes && fs.existsSync(path.join(layout.root, own))) {
-      const file = readSourceFile(layout.root, own, found, MAX_MANIFEST_BYTES);
+    if (options.writes && fs.existsSync(path.join(layout.root, ownPath))) {
+      const file = readSourceFile(layout.root, ownPath, found, MAX_MANIFEST_BYTES);
       if (file) found.push(...readPreviousManifest(file, options.force ?? false).diagnostics);
     }
     const read = readManifestAtRef(layout, previous.ref);

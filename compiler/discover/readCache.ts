@@ -1,5 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
+import { readRegularFile } from "../support/regularFile.js";
 
 /** An entry larger than this is not read (no parse result of a file of at most 1 MiB comes near it). */
 export const MAX_CACHE_ENTRY_BYTES = 64 * 1024 * 1024;
@@ -30,42 +31,19 @@ export function openCacheReader(root: string, folder: string): (key: string) => 
   return (key) => readEntry(path.join(dir, `${key}.bin`));
 }
 
-/** Opened without following a link and without blocking (a FIFO with no writer opens at once), then looked at. */
-const OPEN_ENTRY = fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK;
-
 /**
- * One entry's bytes: one `open` (never through a link, never blocking), one `fstat`, one `read` of
- * the size it gives, where `lstat` then `readFileSync` made six calls (ADR 0017q). What is not a
- * regular file is never read: a link (`ELOOP` from `O_NOFOLLOW`), a folder, a FIFO or a device;
- * nor an entry over {@link MAX_CACHE_ENTRY_BYTES}. The bytes are a new buffer each time, never a
- * reused one: `v8.deserialize` gives typed arrays that are views of the bytes it was handed.
- * A file that changes size while it is read is read as far as its size said, and its decoding
- * then finds it cut short or altered.
+ * One entry's bytes (`support/regularFile.ts`, `readRegularFile`): one `open` (never through a
+ * link, never blocking), one `fstat`, one `read` of the size it gives (ADR 0017q). What is not a
+ * regular file is never read: a link, dangling or not ("a symbolic link"), a folder ("a folder"),
+ * a FIFO or device ("not a regular file"); nor an entry over {@link MAX_CACHE_ENTRY_BYTES} ("too
+ * large"). The bytes are a new buffer each time, never a reused one: `v8.deserialize` gives typed
+ * arrays that are views of the bytes it was handed. A missing entry is none (undefined).
  */
 function readEntry(file: string): CacheEntryRead {
-  let fd: number | undefined;
-  try {
-    try {
-      fd = fs.openSync(file, OPEN_ENTRY);
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code === "ENOENT") return undefined;
-      if (code === "ELOOP") return { unreadable: "a symbolic link" };
-      throw error;
-    }
-    const stat = fs.fstatSync(fd);
-    // A FIFO would block the read for ever; a folder or a link is not an entry either.
-    if (!stat.isFile()) return { unreadable: stat.isDirectory() ? "a folder" : "not a regular file" };
-    if (stat.size > MAX_CACHE_ENTRY_BYTES) return { unreadable: "too large" };
-    const bytes = Buffer.allocUnsafeSlow(stat.size);
-    let size = 0;
-    for (let got = 1; got > 0 && size < bytes.length; size += got) got = fs.readSync(fd, bytes, size, bytes.length - size, size);
-    return { bytes: size === bytes.length ? bytes : bytes.subarray(0, size) };
-  } catch (error) {
-    return { unreadable: (error as NodeJS.ErrnoException).code ?? String(error) };
-  } finally {
-    if (fd !== undefined) fs.closeSync(fd);
-  }
+  const read = readRegularFile(file, { limit: MAX_CACHE_ENTRY_BYTES, follow: false });
+  if ("bytes" in read) return { bytes: read.bytes };
+  if (read.reason === "missing") return undefined;
+  return { unreadable: read.reason === "error" ? read.code : read.reason };
 }
 
 /** The entries of `keys` ({@link openCacheReader}), all at once: each entry's bytes by key, and why others could not be read. */

@@ -8,6 +8,7 @@ import { fileHoldsText, type ProjectLayout } from "../discover/discoverProject.j
 import { GENERATED_HEADER_PREFIX, type FileMap } from "../render/renderModules.js";
 import { compareStrings } from "../support/compare.js";
 import { sameStamp, stampOf, type FileStamp } from "../support/fileStamp.js";
+import { readRegularFile } from "../support/regularFile.js";
 import { utf8Chunks } from "../support/utf8.js";
 
 /** What writing (or checking) did, by project-relative path, each list sorted. */
@@ -88,39 +89,26 @@ function holdsText(layout: ProjectLayout, relative: string, text: string, known?
   return known?.get(relative) === text || fileHoldsText(path.join(layout.root, relative), text);
 }
 
-/** Bytes of the last file {@link fileHasDigest} read, kept for the process (one buffer, not one per file). */
-let digestBuffer: Buffer | undefined;
-
 /**
  * The stamp of the file (`support/fileStamp.ts`) when it is a regular file whose bytes have the
  * sha256 `digest`, taken by `fstat` before its bytes are read; false when it has other bytes or
  * cannot be read. `stamp`: one taken when the file was known to have that digest; a file whose
- * `lstat` is still exactly it is taken to have it without being read (ADR 0017q).
+ * `lstat` is still exactly it is taken to have it without being read (ADR 0017q). Read by
+ * `readRegularFile` (never blocking: a FIFO or a folder is never read) into one buffer kept for
+ * the process.
  */
 function fileHasDigest(absolute: string, digest: Uint8Array, stamp?: FileStamp): FileStamp | false {
-  let fd: number | undefined;
   try {
     if (stamp) {
       const now = fs.lstatSync(absolute, { bigint: true, throwIfNoEntry: false });
       if (!now) return false;
       if (now.isFile() && sameStamp(stampOf(now), stamp)) return stamp;
     }
-    // Opened without blocking, then looked at: a FIFO or a folder is never read.
-    fd = fs.openSync(absolute, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
-    const stat = fs.fstatSync(fd, { bigint: true });
-    if (!stat.isFile()) return false;
-    const bytes = Number(stat.size);
-    if (!digestBuffer || digestBuffer.length < bytes + 1) digestBuffer = Buffer.allocUnsafe(Math.max(bytes + 1, 1 << 16));
-    let size = 0;
-    // Read to the end (one byte more than the size says, so a file that grew is read whole).
-    for (let got = 1; got > 0 && size < digestBuffer.length; size += got) got = fs.readSync(fd, digestBuffer, size, digestBuffer.length - size, size);
-    if (size === digestBuffer.length) return false;
-    return createHash("sha256").update(digestBuffer.subarray(0, size)).digest().equals(digest) && stampOf(stat);
   } catch {
     return false;
-  } finally {
-    if (fd !== undefined) fs.closeSync(fd);
   }
+  const read = readRegularFile(absolute, { limit: Number.MAX_SAFE_INTEGER, follow: true, stamp: true, reuse: true });
+  return "bytes" in read && createHash("sha256").update(read.bytes).digest().equals(digest) && read.stamp!;
 }
 
 /** The name a write stages a file under, beside its target: `<target>.tmp-<pid>-<8 hex digits>`. */
