@@ -7,9 +7,9 @@ import type { Diagnostic, StageResult } from "../diagnostics/diagnostic.js";
 import type { Manifest } from "../model/manifest.js";
 import { compareStrings } from "../support/compare.js";
 import { relativePosix, staysInside, toPosix } from "../support/paths.js";
-import { readRegularFile } from "../support/regularFile.js";
 import { utf8Chunks } from "../support/utf8.js";
 import { AsciiText, readPreviousManifest, wholeText, type ManifestText, type RecordPlaces } from "./readManifest.js";
+import { readRegularFile } from "./regularFile.js";
 
 /** Largest contract or config file read, in bytes; a larger one is CA1002 (guards memory and time). */
 export const MAX_FILE_BYTES = 1024 * 1024;

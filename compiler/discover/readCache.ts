@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
-import { readRegularFile } from "../support/regularFile.js";
+import { readRegularFile } from "./regularFile.js";
 
 /** An entry larger than this is not read (no parse result of a file of at most 1 MiB comes near it). */
 export const MAX_CACHE_ENTRY_BYTES = 64 * 1024 * 1024;
@@ -32,7 +32,7 @@ export function openCacheReader(root: string, folder: string): (key: string) => 
 }
 
 /**
- * One entry's bytes (`support/regularFile.ts`, `readRegularFile`): one `open` (never through a
+ * One entry's bytes (`readRegularFile`, `discover/regularFile.ts`): one `open` (never through a
  * link, never blocking), one `fstat`, one `read` of the size it gives (ADR 0017q). What is not a
  * regular file is never read: a link, dangling or not ("a symbolic link"), a folder ("a folder"),
  * a FIFO or device ("not a regular file"); nor an entry over {@link MAX_CACHE_ENTRY_BYTES} ("too

@@ -5,10 +5,10 @@ import fg from "fast-glob";
 import { createDiagnostic, Diagnostics } from "../diagnostics/catalogue.js";
 import type { Diagnostic, StageResult } from "../diagnostics/diagnostic.js";
 import { fileHoldsText, type ProjectLayout } from "../discover/discoverProject.js";
+import { readRegularFile } from "../discover/regularFile.js";
 import { GENERATED_HEADER_PREFIX, type FileMap } from "../render/renderModules.js";
 import { compareStrings } from "../support/compare.js";
 import { sameStamp, stampOf, type FileStamp } from "../support/fileStamp.js";
-import { readRegularFile } from "../support/regularFile.js";
 import { utf8Chunks } from "../support/utf8.js";
 
 /** What writing (or checking) did, by project-relative path, each list sorted. */

@@ -3,7 +3,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { readRegularFile } from "../../compiler/support/regularFile.js";
+import { readRegularFile } from "../../compiler/discover/regularFile.js";
 
 // The one reader of files the compiler does not trust to be regular files (discover's inputs, the
 // cache's entries, the write stage's digest check): it never blocks and says why it read nothing.

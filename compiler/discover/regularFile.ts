@@ -1,5 +1,5 @@
 import fs from "node:fs";
-import { stampOf, type FileStamp } from "./fileStamp.js";
+import { stampOf, type FileStamp } from "../support/fileStamp.js";
 
 /**
  * Why {@link readRegularFile} gave no bytes: the file is missing, is a symbolic link (only when
@@ -46,7 +46,9 @@ let scratch: Buffer | undefined;
  * (a file that shrank is read as far as it goes). Never throws and never blocks: a FIFO or
  * device in a file's place would block a plain read for ever or never end. `absolute`: the
  * file's path. The one place for discover's inputs (`readBytes`), the cache's entries
- * (`readEntry`) and the write stage's check of a file's digest (`fileHasDigest`).
+ * (`readEntry`) and the write stage's check of a file's digest (`fileHasDigest`); here, not in
+ * `support/`, since only discover reads the project's disk (ARCHITECTURE.md) and write imports it
+ * as it does `fileHoldsText`.
  */
 export function readRegularFile(absolute: string, options: RegularFileOptions): RegularFileRead {
   let fd: number | undefined;
