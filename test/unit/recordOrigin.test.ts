@@ -7,7 +7,7 @@ import { parseManifest } from "../../compiler/discover/readManifest.js";
 import type { Manifest } from "../../compiler/manifest/buildManifest.js";
 import { openRecordCache, RECORD_INDEX_KEY, recordKey, type RecordCache } from "../../compiler/manifest/recordCache.js";
 import { canonicalJsonAscii } from "../../compiler/support/canonical-json.js";
-import { compileRoot, corpusCopies, snapshot } from "./helpers.js";
+import { compileRoot, corpusCopies, random, snapshot } from "./helpers.js";
 
 // ADR 0017t: an Asset record made of a producer's dataset is keyed by its file's parse-cache key
 // and the rest of the record, not by the whole record's text; the index says how many records each
@@ -98,17 +98,6 @@ describe("RecordCache.places", () => {
     expect(reread.places()?.assets.shared).toEqual([0, 1]);
   });
 });
-
-/** A seeded generator (mulberry32): the same edits on every run. */
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const manifestOf = (root: string): Buffer => fs.readFileSync(path.join(root, "generated", "manifest.json"));
 
