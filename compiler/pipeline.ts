@@ -250,9 +250,10 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
   // The manifest's text (as large as its file) is held in one box, emptied once the text is
   // written or compared (ADR 0017i).
   // With the cache, the records whose value the last compile's manifest holds are sliced out of
-  // its file rather than written out again (ADR 0017p).
+  // its file rather than written out again (ADR 0017p); an Asset record's dataset is keyed by its
+  // file's parse-cache key (ADR 0017t).
   const records = parseCache
-    ? openRecordCache({ name: COMPILER_NAME, version: COMPILER_VERSION }, readCacheEntries(layout.root, MANIFEST_CACHE_FOLDER, [RECORD_INDEX_KEY]), () => discovered.value.outputManifestBytes?.())
+    ? openRecordCache({ name: COMPILER_NAME, version: COMPILER_VERSION }, readCacheEntries(layout.root, MANIFEST_CACHE_FOLDER, [RECORD_INDEX_KEY]), () => discovered.value.outputManifestBytes?.(), parseCache.keys)
     : undefined;
   const { manifest, manifestText, manifestDiagnostics } = boxedManifest(() => buildManifest(linked.value, graph.value, plans.value, planFreshnessMonitor(linked.value), records?.texts));
   diagnostics.push(...plans.diagnostics, ...manifestDiagnostics, ...(records?.notes ?? []));

@@ -3,10 +3,11 @@ import type { AssetGraph } from "../graph/buildGraph.js";
 import type { LinkedProject } from "../link/linkProject.js";
 import type { DagPlan, FreshnessMonitorPlan, Manifest, ManifestAsset } from "../model/manifest.js";
 import { manifestQuality } from "../plan/planDags.js";
-import { canonicalJsonAscii, type RecordTexts } from "../support/canonical-json.js";
+import { canonicalJsonAscii } from "../support/canonical-json.js";
 import { compareStrings } from "../support/compare.js";
 import { normaliseUri } from "../support/uri.js";
 import { COMPILER_NAME, COMPILER_VERSION } from "../version.js";
+import type { ManifestRecordTexts } from "./recordCache.js";
 
 import { MANIFEST_VERSION } from "../model/manifest.js";
 
@@ -18,21 +19,24 @@ export type { Manifest, ManifestAsset } from "../model/manifest.js";
  * The manifest stage: the canonical, sorted record of assets, edges and DAGs (DESIGN §4), which is
  * also the previous state the next diff reads. Output: the object and its canonical JSON text
  * (`canonicalJsonAscii`). `records`: the texts of unchanged records, known from the last compile's
- * manifest (`recordCache.ts`, ADR 0017p); the text is the same with or without it.
+ * manifest (`recordCache.ts`, ADR 0017p); the text is the same with or without it. Each Asset
+ * record made of a producer's dataset is told to it (`madeOf`: the file, the dataset's index and
+ * the three values made of the dataset, ADR 0017t).
  */
 export function buildManifest(
   project: LinkedProject,
   graph: AssetGraph,
   dags: DagPlan[],
   freshnessMonitor: FreshnessMonitorPlan | null = null,
-  records?: RecordTexts,
+  records?: ManifestRecordTexts,
 ): StageResult<{ manifest: Manifest; text: string }> {
   const byId = new Map(project.contracts.map((c) => [c.contract.id, c]));
   const assets: ManifestAsset[] = [];
   for (const a of project.assets.values()) {
     const producer = a.producer ? byId.get(a.producer) : undefined;
-    const dataset = producer?.contract.datasets.find((d) => `${producer.contract.domain}.${d.name}` === a.name);
-    assets.push({
+    const datasetIndex = producer ? producer.contract.datasets.findIndex((d) => `${producer.contract.domain}.${d.name}` === a.name) : -1;
+    const dataset = datasetIndex >= 0 ? producer!.contract.datasets[datasetIndex] : undefined;
+    const record: ManifestAsset = {
       name: a.name,
       uri: a.uri,
       ...(normaliseUri(a.uri) !== a.uri ? { airflow_uri: normaliseUri(a.uri) } : {}),
@@ -49,7 +53,9 @@ export function buildManifest(
       // Sort for determinism.
       renamed_from: [...(dataset?.renamed_from ?? [])].sort(compareStrings),
       ...(a.external && project.config.sampleData.has(a.name) ? { sample_data: project.config.sampleData.get(a.name)! } : {}),
-    });
+    };
+    if (records && dataset) records.madeOf(record, { path: producer!.located.source.file.path, dataset: datasetIndex, schema: record.schema!, quality: record.quality, renamedFrom: record.renamed_from });
+    assets.push(record);
   }
   // Sort for determinism.
   assets.sort((x, y) => compareStrings(x.name, y.name));

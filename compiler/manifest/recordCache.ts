@@ -6,6 +6,7 @@ import type { RecordPlaces } from "../discover/readManifest.js";
 import { CACHE_FOLDER, cacheWriter } from "../parse/parseCache.js";
 import { decodeEntryRead, encodeCacheEntry } from "../support/cacheEntry.js";
 import type { RecordTexts } from "../support/canonical-json.js";
+import { SCHEMA_FILES } from "../validate/schemas.js";
 
 /**
  * The incremental cache of the manifest's text (ADR 0017p): one index of the manifest the last
@@ -28,8 +29,16 @@ export const RECORD_INDEX_PATH = `${MANIFEST_CACHE_FOLDER}/${RECORD_INDEX_KEY}.b
 /** The top-level arrays of the manifest whose records are keyed, in code-unit order: the order canonical JSON places them (and the index lists their records). */
 export const KEYED_ARRAYS = ["assets", "dags"] as const;
 
-/** What decides a record's text: the canonical JSON and the manifest's layout (with all they import). */
-const RECORD_INPUTS = { modules: ["manifest/buildManifest", "manifest/recordCache"], files: [] };
+/**
+ * What decides a record's text: the canonical JSON and the manifest's layout (with all they
+ * import), and, since an Asset record's dataset is keyed by its file's parse-cache key (ADR 0017t),
+ * what decides a document from a file's bytes: the parse and validate stages and their schemas
+ * (the parse cache's own inputs, `pipeline.ts`).
+ */
+const RECORD_INPUTS = {
+  modules: ["manifest/buildManifest", "manifest/recordCache", "parse/parseContracts", "validate/validateDocuments", "link/linkProject"],
+  files: SCHEMA_FILES,
+};
 
 /** The record index's writer, `<name> <version> (manifest <fingerprint>)`: an index of another is foreign. */
 export function recordCacheWriter(name: string, version: string): string {
@@ -93,14 +102,61 @@ export function recordKey(record: unknown): string | undefined {
 }
 
 /**
+ * What an Asset record's `schema`, `quality` and `renamed_from` are made of (ADR 0017t): the
+ * dataset `dataset` (its index in `datasets`) of the contract file at `path`, and the three values
+ * `buildManifest` made of it, by identity (a record holding other objects is keyed by value).
+ */
+export interface DatasetOrigin {
+  /** The producer's file, project-relative: the parse cache's key of it stands for its document. */
+  path: string;
+  /** The dataset's index in the document's `datasets`. */
+  dataset: number;
+  schema: object;
+  quality: object;
+  renamedFrom: object;
+}
+
+/** The record's fields a {@link DatasetOrigin} stands for. */
+const ORIGIN_FIELDS = new Set(["schema", "quality", "renamed_from"]);
+
+/**
+ * The key of an Asset record made of a dataset (ADR 0017t): the sha256 (hex) of the line
+ * `dataset <file key> <index>` and the compact `JSON.stringify` text of the record without its
+ * `schema`, `quality` and `renamed_from`, or undefined (then {@link recordKey} is used) when the
+ * record does not hold the origin's three values or the rest is not {@link isPlainJson}.
+ * `fileKey`: the parse cache's key of the producer's file (sha256 over its path, its bytes and the
+ * orchestration config's files, `parseCacheKeys`), under which the parse and validate stages (in
+ * the index's fingerprint) give one document, so one dataset, so one text of the three fields
+ * (`manifestQuality` and the sort are functions of it). The rest is keyed as {@link recordKey}
+ * keys a record. Its text starts with `d`, a value key's with `{`: the two kinds never share one.
+ */
+export function originKey(record: Record<string, unknown>, origin: DatasetOrigin, fileKey: string): string | undefined {
+  if (record.schema !== origin.schema || record.quality !== origin.quality || record.renamed_from !== origin.renamedFrom) return undefined;
+  if (typeof (Object.prototype as { toJSON?: unknown }).toJSON === "function" || typeof (Array.prototype as { toJSON?: unknown }).toJSON === "function") return undefined;
+  if (Object.getPrototypeOf(record) !== Object.prototype) return undefined;
+  const rest: Record<string, unknown> = {};
+  for (const key of Object.keys(record)) if (!ORIGIN_FIELDS.has(key)) rest[key] = record[key];
+  let text: string;
+  try {
+    text = JSON.stringify(rest);
+  } catch {
+    return undefined;
+  }
+  return typeof text === "string" && isPlainJson(rest) ? sha256(`dataset ${fileKey} ${origin.dataset}\n${text}`) : undefined;
+}
+
+/**
  * The index's payload: the sha256 (hex) of the manifest text, the records' keys and `[start, end)`
- * of each in it, in the text's order, and how many of them are of each of {@link KEYED_ARRAYS}.
+ * of each in it, in the text's order, how many of them are of each of {@link KEYED_ARRAYS}
+ * (`counts`), and how many records each array has in the text (`totals`: more than `counts` when
+ * a record had no key and so is not indexed).
  */
 interface IndexPayload {
   digest: string;
   keys: string[];
   spans: Uint32Array;
   counts: number[];
+  totals: number[];
 }
 
 /** Why the index found cannot be used, or its payload. */
@@ -120,7 +176,10 @@ function decodeIndex(read: CacheEntriesRead, writer: string): IndexPayload | { p
     Array.isArray(p.counts) &&
     p.counts.length === KEYED_ARRAYS.length &&
     p.counts.every((n) => Number.isSafeInteger(n) && n >= 0) &&
-    p.counts.reduce((a, b) => a + b, 0) === p.keys.length;
+    p.counts.reduce((a, b) => a + b, 0) === p.keys.length &&
+    Array.isArray(p.totals) &&
+    p.totals.length === KEYED_ARRAYS.length &&
+    p.totals.every((n, k) => Number.isSafeInteger(n) && n >= p.counts![k]!);
   if (!shaped) return { problem: "damaged", detail: "it holds no index of records" };
   for (let i = 0; i < p.spans!.length; i += 2) if (p.spans![i]! >= p.spans![i + 1]!) return { problem: "damaged", detail: "a record of it ends before it starts" };
   return p as IndexPayload;
@@ -133,12 +192,21 @@ function decodeIndex(read: CacheEntriesRead, writer: string): IndexPayload | { p
  */
 export type RecordKeys = { readonly [K in (typeof KEYED_ARRAYS)[number]]: ReadonlyArray<string | undefined> };
 
+/**
+ * The manifest stage's {@link RecordTexts}: `madeOf` is told, before `canonicalJsonAscii` asks of
+ * it, what an Asset record's dataset fields are made of ({@link DatasetOrigin}), so its key need not
+ * stringify them ({@link originKey}).
+ */
+export interface ManifestRecordTexts extends RecordTexts {
+  madeOf(record: object, origin: DatasetOrigin): void;
+}
+
 /** One compile's use of the index: what it found and did, and the index to write. */
 export interface RecordCache {
   /** The CA1952 note when the index found could not be used. */
   notes: Diagnostic[];
-  /** What `canonicalJsonAscii` asks and tells (`buildManifest`). */
-  texts: RecordTexts;
+  /** What `canonicalJsonAscii` asks and tells, and what `buildManifest` says Asset records are made of. */
+  texts: ManifestRecordTexts;
   /** Records whose text was taken from the previous manifest, and records written out. */
   counts: { reused: number; made: number };
   /** The new index's bytes: the sha256 of the text `texts.finished` was handed, and its records' keys and places. Write it once the file holds that text. */
@@ -147,7 +215,8 @@ export interface RecordCache {
    * Where the records lie in the previous text (the bytes `previous` gave, checked against the
    * index) and in the text just made, and which previous record each reused one is: for reading
    * the previous manifest against the new one (`parseManifestAgainst`). Undefined when nothing
-   * was reused, or the index does not hold every array's records.
+   * was reused, or the index does not hold every record of each array of the previous text (a
+   * record without a key is not indexed: its neighbours' places would be misread).
    */
   places(): RecordPlaces | undefined;
   /**
@@ -164,8 +233,16 @@ export interface RecordCache {
  * A record is taken from those bytes only when they hash to the index's sha256 and its key is the
  * index's; a damaged, foreign or unreadable index is one CA1952 note and gives nothing; a manifest
  * that is not the one indexed (changed, edited by hand, missing) gives nothing, without a note.
+ * `fileKeys`: the parse cache's key of each contract file, by project-relative path
+ * (`ParseCache.keys`), for the keys of Asset records made of a dataset ({@link originKey}); an
+ * Asset record whose producer's file has none is keyed by value ({@link recordKey}).
  */
-export function openRecordCache(compiler: { name: string; version: string }, read: CacheEntriesRead, previous: () => Uint8Array | undefined): RecordCache {
+export function openRecordCache(
+  compiler: { name: string; version: string },
+  read: CacheEntriesRead,
+  previous: () => Uint8Array | undefined,
+  fileKeys: ReadonlyMap<string, string> = new Map(),
+): RecordCache {
   const writer = recordCacheWriter(compiler.name, compiler.version);
   const notes: Diagnostic[] = [];
   const found = decodeIndex(read, writer);
@@ -185,6 +262,10 @@ export function openRecordCache(compiler: { name: string; version: string }, rea
   const firsts: number[] = [];
   if (found && !("problem" in found)) found.counts.reduce((at, n) => (firsts.push(at), at + n), 0);
   const counted = found && !("problem" in found) ? found.counts : [];
+  // Every record of the previous text is in the index: its places can stand for the text's records.
+  const complete = found !== undefined && !("problem" in found) && found.totals.every((n, k) => n === found.counts[k]);
+  // What Asset records are made of (`madeOf`), until the manifest stage is finished.
+  const origins = new Map<object, DatasetOrigin>();
   // Per array of this text: each record's place, and the previous record it was taken from (-1: made).
   const current = KEYED_ARRAYS.map(() => ({ places: [] as number[], shared: [] as number[], keyed: 0 }));
   // The next index, in the order the records were placed.
@@ -201,8 +282,13 @@ export function openRecordCache(compiler: { name: string; version: string }, rea
     counts,
     texts: {
       fields: KEYED_ARRAYS,
+      madeOf(record, origin) {
+        origins.set(record, origin);
+      },
       known(field, index, record) {
-        asked = recordKey(record);
+        const origin = field === "assets" && record !== null && typeof record === "object" ? origins.get(record) : undefined;
+        const fileKey = origin && fileKeys.get(origin.path);
+        asked = (fileKey !== undefined && originKey(record as Record<string, unknown>, origin!, fileKey)) || recordKey(record);
         const at = asked === undefined ? undefined : stored.get(asked);
         const array = KEYED_ARRAYS.indexOf(field as (typeof KEYED_ARRAYS)[number]);
         if (array >= 0) keyed[KEYED_ARRAYS[array]!][index] = asked;
@@ -231,17 +317,18 @@ export function openRecordCache(compiler: { name: string; version: string }, rea
         // The previous text is not held past the manifest stage.
         bytes = undefined;
         stored.clear();
+        origins.clear();
         // The text's bytes are the ones the write puts on the disk (ASCII: UTF-8 is the same).
         digest = createHash("sha256").update(text).digest("hex");
       },
     },
     keys: keyed,
     encode() {
-      const payload: IndexPayload = { digest, keys, spans: Uint32Array.from(places), counts: current.map((c) => c.keyed) };
+      const payload: IndexPayload = { digest, keys, spans: Uint32Array.from(places), counts: current.map((c) => c.keyed), totals: current.map((c) => c.places.length / 2) };
       return encodeCacheEntry(RECORD_INDEX_KEY, writer, payload);
     },
     places() {
-      if (counts.reused === 0 || firsts.length !== KEYED_ARRAYS.length) return undefined;
+      if (counts.reused === 0 || !complete || firsts.length !== KEYED_ARRAYS.length) return undefined;
       const out: Partial<RecordPlaces> = {};
       for (const [k, key] of KEYED_ARRAYS.entries()) {
         out[key] = { previous: spans.subarray(2 * firsts[k]!, 2 * (firsts[k]! + counted[k]!)), current: current[k]!.places, shared: current[k]!.shared };

@@ -99,3 +99,14 @@ export function modulesToRender(previous: Manifest, next: Manifest): number {
   }
   return count;
 }
+
+/** A seeded generator (mulberry32): the same edits on every run. */
+export function random(seed: number): () => number {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

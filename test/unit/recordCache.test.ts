@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { parseManifest } from "../../compiler/discover/readManifest.js";
 import { diffManifests } from "../../compiler/diff/diffManifests.js";
 import { RECORD_INDEX_PATH } from "../../compiler/manifest/recordCache.js";
-import { modulesToRender, snapshot, corpusCopies, compileRoot } from "./helpers.js";
+import { modulesToRender, snapshot, corpusCopies, compileRoot, random } from "./helpers.js";
 
 // The manifest's record cache (ADR 0017p) in whole compiles: the manifest written with the cache
 // is byte for byte the one written without it, whatever was edited, and a manifest edited by hand
@@ -19,17 +19,6 @@ const compile = compileRoot;
 function contracts(root: string): string[] {
   // Sort for determinism.
   return [...snapshot(path.join(root, "contracts")).keys()].map((f) => `contracts/${f.split(path.sep).join("/")}`).sort();
-}
-
-/** A seeded generator (mulberry32): the same edits on every run. */
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const manifestOf = (root: string): Buffer => fs.readFileSync(path.join(root, "generated", "manifest.json"));
