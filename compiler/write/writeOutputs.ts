@@ -8,7 +8,7 @@ import { fileHoldsText, type ProjectLayout } from "../discover/discoverProject.j
 import { GENERATED_HEADER_PREFIX, type FileMap } from "../render/renderModules.js";
 import { compareStrings } from "../support/compare.js";
 import { sameStamp, stampOf, type FileStamp } from "../support/fileStamp.js";
-import { utf8Chunks } from "../support/utf8.js";
+import { openStager, type StagerOptions } from "./stageFiles.js";
 
 /** What writing (or checking) did, by project-relative path, each list sorted. */
 export interface WriteReport {
@@ -63,18 +63,6 @@ function readIfExists(absolute: string): string | undefined {
   }
 }
 
-/** Writes `text` as UTF-8, chunk by chunk (`utf8Chunks`), holding one chunk's bytes at a time. */
-function writeText(absolute: string, text: string): void {
-  const fd = fs.openSync(absolute, "w");
-  try {
-    for (const chunk of utf8Chunks(text)) {
-      for (let done = 0; done < chunk.length; ) done += fs.writeSync(fd, chunk, done, chunk.length - done);
-    }
-  } finally {
-    fs.closeSync(fd);
-  }
-}
-
 /**
  * Files of the output folder this compile already found holding exactly a text, by
  * project-relative path: the previous manifest when its bytes were the new one's (discover's
@@ -83,9 +71,12 @@ function writeText(absolute: string, text: string): void {
  */
 export type KnownOutputs = ReadonlyMap<string, string>;
 
-/** Whether a rendered file's text is the file's on disk (a `known` one is not read again). */
-function holdsText(layout: ProjectLayout, relative: string, text: string, known?: KnownOutputs): boolean {
-  return known?.get(relative) === text || fileHoldsText(path.join(layout.root, relative), text);
+/**
+ * Whether a rendered file's text is the file's on disk (a `known` one is not read again; one
+ * `absent` says is not there is not looked at).
+ */
+function holdsText(layout: ProjectLayout, relative: string, text: string, known?: KnownOutputs, absent?: (relative: string) => boolean): boolean {
+  return known?.get(relative) === text || (!absent?.(relative) && fileHoldsText(path.join(layout.root, relative), text));
 }
 
 /** Bytes of the last file {@link fileHasDigest} read, kept for the process (one buffer, not one per file). */
@@ -229,7 +220,7 @@ export interface OutputWrite {
  * deleted once its file is added, so a known text (the manifest's, as large as its file) is not
  * held to the end of the write by the map.
  */
-export type WriteOptions = { check: boolean; known?: Map<string, string> } & WriteScope;
+export type WriteOptions = { check: boolean; known?: Map<string, string>; staging?: StagerOptions } & WriteScope;
 
 /**
  * Opens a write of `layout.outDir` (see {@link OutputWrite}). Nothing is touched until a changed
@@ -238,7 +229,7 @@ export type WriteOptions = { check: boolean; known?: Map<string, string> } & Wri
  * compared, so the report says the same as a comparison of every file.
  */
 export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputWrite {
-  const { check, known = new Map<string, string>(), ...scope } = options;
+  const { check, known = new Map<string, string>(), staging, ...scope } = options;
   const diagnostics: Diagnostic[] = [];
   const unchanged: string[] = [];
   const changed: string[] = [];
@@ -251,22 +242,56 @@ export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputW
   const readyFolders = new Set<string>();
   let stopped = false;
   let ended = false;
+  // The temporaries are created beside the calling thread (ADR 0017v); each is in `staged` before
+  // it is handed over, and `settle` returns only once nothing more will be created.
+  const stager = openStager(staging);
+  const failedDiagnostic = (): Diagnostic | undefined => {
+    const failure = stager.settle();
+    return failure && createDiagnostic(Diagnostics.WriteFailed, { path: failure.relative, reason: failure.reason }, at(failure.relative));
+  };
   const unstage = (): void => {
+    stager.close();
     for (const s of staged) fs.rmSync(s.temp, { force: true });
     for (const folder of createdFolders.reverse()) fs.rmSync(folder, { recursive: true, force: true });
     staged.length = 0;
     createdFolders.length = 0;
   };
-  const stop = (diagnostic: Diagnostic): void => {
-    diagnostics.push(diagnostic);
-    if (!stopped) unstage();
+  // Without `diagnostic`: the stager's own failure stops the staging.
+  const stop = (diagnostic?: Diagnostic): void => {
+    if (!stopped) {
+      // A file handed over before this one may have failed meanwhile: its failure comes first.
+      const earlier = failedDiagnostic();
+      if (earlier) diagnostics.push(earlier);
+      unstage();
+    }
+    if (diagnostic) diagnostics.push(diagnostic);
     stopped = true;
   };
   // An output folder that is not a folder is said once, not under every target.
   const outDirBlocked = !check && outDirBlocker(layout);
   if (outDirBlocked) stop(outDirBlocked);
   const stats = new Map<string, fs.Stats | undefined>();
+  // One listing of each output folder a file goes into (undefined when it cannot be read): a
+  // target it lacks is neither compared nor looked at (a cold compile's thousands of files).
+  const listings = new Map<string, ReadonlySet<string> | undefined>();
+  const folderOf = (relative: string): string => relative.slice(0, Math.max(relative.lastIndexOf("/"), 0));
+  const listed = (relative: string): boolean | undefined => listings.get(folderOf(relative))?.has(relative.slice(relative.lastIndexOf("/") + 1));
+  const absent = (relative: string): boolean => {
+    const folder = folderOf(relative);
+    if (!listings.has(folder)) {
+      const stat = lstat(folder);
+      let names: ReadonlySet<string> | undefined;
+      try {
+        names = !stat ? new Set() : stat.isDirectory() ? new Set(fs.readdirSync(path.join(layout.root, folder))) : undefined;
+      } catch {
+        names = undefined;
+      }
+      listings.set(folder, names);
+    }
+    return listed(relative) === false;
+  };
   const lstat = (partial: string): fs.Stats | undefined => {
+    if (!stats.has(partial) && listed(partial) === false) stats.set(partial, undefined);
     if (!stats.has(partial)) {
       let stat: fs.Stats | undefined;
       try {
@@ -294,16 +319,17 @@ export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputW
       }
       const temp = target + suffix;
       staged.push({ temp, target, relative });
-      writeText(temp, text);
+      stager.stage({ relative, temp, text });
     } catch (error) {
-      stop(createDiagnostic(Diagnostics.WriteFailed, { path: relative, reason: reason(error) }, at(relative)));
+      return stop(createDiagnostic(Diagnostics.WriteFailed, { path: relative, reason: reason(error) }, at(relative)));
     }
+    if (stager.failure()) stop();
   };
   return {
     add(relative, text) {
       if (ended) throw new Error("openWrite: add after the write ended");
       rendered.add(relative);
-      const holds = holdsText(layout, relative, text, known);
+      const holds = holdsText(layout, relative, text, known, absent);
       known.delete(relative);
       if (holds) return void unchanged.push(relative);
       changed.push(relative);
@@ -325,6 +351,9 @@ export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputW
     },
     finish() {
       ended = true;
+      // Every temporary must exist before the folder is listed and anything is renamed.
+      if (!check && !stopped && stager.settle()) stop();
+      stager.close();
       // Sort for determinism.
       unchanged.sort(compareStrings);
       changed.sort(compareStrings);
