@@ -160,6 +160,18 @@ function firstMissing(dir: string): string | undefined {
 }
 
 const at = (file: string) => ({ file, line: 1, column: 1 });
+
+/**
+ * Removes a temporary this write staged, if it is there. One that could not be created is no
+ * error (`rmSync`'s `force` forgives only ENOENT, not the ENAMETOOLONG that made its creation fail).
+ */
+function removeTemporary(temp: string): void {
+  try {
+    fs.rmSync(temp, { force: true });
+  } catch {
+    // Never created: nothing to remove.
+  }
+}
 const reason = (error: unknown): string => (error as NodeJS.ErrnoException).code ?? String(error);
 
 /** Why the output folder cannot be written at all: it exists and is not a folder. */
@@ -191,8 +203,9 @@ function pathBlocker(relative: string, lstat: (partial: string) => fs.Stats | un
 /**
  * One write (or check) of the output folder, fed one rendered file at a time (ADR 0017i), so no
  * rendered text is held longer than it takes to compare it: a file found holding its text is
- * dropped at once; a changed one is staged as its temporary file beside its target (with `check`,
- * kept for the drift report). {@link finish} then lists the output folder and, only when every
+ * dropped at once; a changed one is staged as its temporary file beside its target, which a writer
+ * thread creates while the caller goes on (`stageFiles.ts`, ADR 0017v; with `check`, kept for the
+ * drift report). {@link finish} then lists the output folder and, only when every
  * changed file was staged, renames the temporaries into place and deletes the stale modules;
  * {@link discard} (a later error) removes what was staged. Either way nothing in the output folder
  * has changed unless `finish` reached its renames.
@@ -218,7 +231,7 @@ export interface OutputWrite {
  * Options of a write: `check` compares only; the scope of what it manages; `known` files
  * ({@link KnownOutputs}) are not compared again, and the write takes the map over: each entry is
  * deleted once its file is added, so a known text (the manifest's, as large as its file) is not
- * held to the end of the write by the map.
+ * held to the end of the write by the map. `staging`: when the writer thread takes over (tests).
  */
 export type WriteOptions = { check: boolean; known?: Map<string, string>; staging?: StagerOptions } & WriteScope;
 
@@ -251,7 +264,7 @@ export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputW
   };
   const unstage = (): void => {
     stager.close();
-    for (const s of staged) fs.rmSync(s.temp, { force: true });
+    for (const s of staged) removeTemporary(s.temp);
     for (const folder of createdFolders.reverse()) fs.rmSync(folder, { recursive: true, force: true });
     staged.length = 0;
     createdFolders.length = 0;
@@ -390,7 +403,7 @@ export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputW
           fs.renameSync(s.temp, s.target);
           done.written.push(s.relative);
         } catch (error) {
-          fs.rmSync(s.temp, { force: true });
+          removeTemporary(s.temp);
           diagnostics.push(createDiagnostic(Diagnostics.WriteFailed, { path: s.relative, reason: reason(error) }, at(s.relative)));
         }
       }
