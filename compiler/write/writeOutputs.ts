@@ -9,7 +9,7 @@ import { readRegularFile } from "../discover/regularFile.js";
 import { GENERATED_HEADER_PREFIX, type FileMap } from "../render/renderModules.js";
 import { compareStrings } from "../support/compare.js";
 import { sameStamp, stampOf, type FileStamp } from "../support/fileStamp.js";
-import { utf8Chunks } from "../support/utf8.js";
+import { openStager, type StagerOptions } from "./stageFiles.js";
 
 /** What writing (or checking) did, by project-relative path, each list sorted. */
 export interface WriteReport {
@@ -64,18 +64,6 @@ function readIfExists(absolute: string): string | undefined {
   }
 }
 
-/** Writes `text` as UTF-8, chunk by chunk (`utf8Chunks`), holding one chunk's bytes at a time. */
-function writeText(absolute: string, text: string): void {
-  const fd = fs.openSync(absolute, "w");
-  try {
-    for (const chunk of utf8Chunks(text)) {
-      for (let done = 0; done < chunk.length; ) done += fs.writeSync(fd, chunk, done, chunk.length - done);
-    }
-  } finally {
-    fs.closeSync(fd);
-  }
-}
-
 /**
  * Files of the output folder this compile already found holding exactly a text, by
  * project-relative path: the previous manifest when its bytes were the new one's (discover's
@@ -84,9 +72,12 @@ function writeText(absolute: string, text: string): void {
  */
 export type KnownOutputs = ReadonlyMap<string, string>;
 
-/** Whether a rendered file's text is the file's on disk (a `known` one is not read again). */
-function holdsText(layout: ProjectLayout, relative: string, text: string, known?: KnownOutputs): boolean {
-  return known?.get(relative) === text || fileHoldsText(path.join(layout.root, relative), text);
+/**
+ * Whether a rendered file's text is the file's on disk (a `known` one is not read again; one
+ * `absent` says is not there is not looked at).
+ */
+function holdsText(layout: ProjectLayout, relative: string, text: string, known?: KnownOutputs, absent?: (relative: string) => boolean): boolean {
+  return known?.get(relative) === text || (!absent?.(relative) && fileHoldsText(path.join(layout.root, relative), text));
 }
 
 /**
@@ -157,6 +148,18 @@ function firstMissing(dir: string): string | undefined {
 }
 
 const at = (file: string) => ({ file, line: 1, column: 1 });
+
+/**
+ * Removes a temporary this write staged, if it is there. One that could not be created is no
+ * error (`rmSync`'s `force` forgives only ENOENT, not the ENAMETOOLONG that made its creation fail).
+ */
+function removeTemporary(temp: string): void {
+  try {
+    fs.rmSync(temp, { force: true });
+  } catch {
+    // Never created: nothing to remove.
+  }
+}
 const reason = (error: unknown): string => (error as NodeJS.ErrnoException).code ?? String(error);
 
 /** Why the output folder cannot be written at all: it exists and is not a folder. */
@@ -188,8 +191,9 @@ function pathBlocker(relative: string, lstat: (partial: string) => fs.Stats | un
 /**
  * One write (or check) of the output folder, fed one rendered file at a time (ADR 0017i), so no
  * rendered text is held longer than it takes to compare it: a file found holding its text is
- * dropped at once; a changed one is staged as its temporary file beside its target (with `check`,
- * kept for the drift report). {@link finish} then lists the output folder and, only when every
+ * dropped at once; a changed one is staged as its temporary file beside its target, which a writer
+ * thread creates while the caller goes on (`stageFiles.ts`, ADR 0017v; with `check`, kept for the
+ * drift report). {@link finish} then lists the output folder and, only when every
  * changed file was staged, renames the temporaries into place and deletes the stale modules;
  * {@link discard} (a later error) removes what was staged. Either way nothing in the output folder
  * has changed unless `finish` reached its renames.
@@ -215,9 +219,9 @@ export interface OutputWrite {
  * Options of a write: `check` compares only; the scope of what it manages; `known` files
  * ({@link KnownOutputs}) are not compared again, and the write takes the map over: each entry is
  * deleted once its file is added, so a known text (the manifest's, as large as its file) is not
- * held to the end of the write by the map.
+ * held to the end of the write by the map. `staging`: when the writer thread takes over (tests).
  */
-export type WriteOptions = { check: boolean; known?: Map<string, string> } & WriteScope;
+export type WriteOptions = { check: boolean; known?: Map<string, string>; staging?: StagerOptions } & WriteScope;
 
 /**
  * Opens a write of `layout.outDir` (see {@link OutputWrite}). Nothing is touched until a changed
@@ -226,7 +230,7 @@ export type WriteOptions = { check: boolean; known?: Map<string, string> } & Wri
  * compared, so the report says the same as a comparison of every file.
  */
 export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputWrite {
-  const { check, known = new Map<string, string>(), ...scope } = options;
+  const { check, known = new Map<string, string>(), staging, ...scope } = options;
   const diagnostics: Diagnostic[] = [];
   const unchanged: string[] = [];
   const changed: string[] = [];
@@ -239,22 +243,56 @@ export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputW
   const readyFolders = new Set<string>();
   let stopped = false;
   let ended = false;
+  // The temporaries are created beside the calling thread (ADR 0017v); each is in `staged` before
+  // it is handed over, and `settle` returns only once nothing more will be created.
+  const stager = openStager(staging);
+  const failedDiagnostic = (): Diagnostic | undefined => {
+    const failure = stager.settle();
+    return failure && createDiagnostic(Diagnostics.WriteFailed, { path: failure.relative, reason: failure.reason }, at(failure.relative));
+  };
   const unstage = (): void => {
-    for (const s of staged) fs.rmSync(s.temp, { force: true });
+    stager.close();
+    for (const s of staged) removeTemporary(s.temp);
     for (const folder of createdFolders.reverse()) fs.rmSync(folder, { recursive: true, force: true });
     staged.length = 0;
     createdFolders.length = 0;
   };
-  const stop = (diagnostic: Diagnostic): void => {
-    diagnostics.push(diagnostic);
-    if (!stopped) unstage();
+  // Without `diagnostic`: the stager's own failure stops the staging.
+  const stop = (diagnostic?: Diagnostic): void => {
+    if (!stopped) {
+      // A file handed over before this one may have failed meanwhile: its failure comes first.
+      const earlier = failedDiagnostic();
+      if (earlier) diagnostics.push(earlier);
+      unstage();
+    }
+    if (diagnostic) diagnostics.push(diagnostic);
     stopped = true;
   };
   // An output folder that is not a folder is said once, not under every target.
   const outDirBlocked = !check && outDirBlocker(layout);
   if (outDirBlocked) stop(outDirBlocked);
   const stats = new Map<string, fs.Stats | undefined>();
+  // One listing of each output folder a file goes into (undefined when it cannot be read): a
+  // target it lacks is neither compared nor looked at (a cold compile's thousands of files).
+  const listings = new Map<string, ReadonlySet<string> | undefined>();
+  const folderOf = (relative: string): string => relative.slice(0, Math.max(relative.lastIndexOf("/"), 0));
+  const listed = (relative: string): boolean | undefined => listings.get(folderOf(relative))?.has(relative.slice(relative.lastIndexOf("/") + 1));
+  const absent = (relative: string): boolean => {
+    const folder = folderOf(relative);
+    if (!listings.has(folder)) {
+      const stat = lstat(folder);
+      let names: ReadonlySet<string> | undefined;
+      try {
+        names = !stat ? new Set() : stat.isDirectory() ? new Set(fs.readdirSync(path.join(layout.root, folder))) : undefined;
+      } catch {
+        names = undefined;
+      }
+      listings.set(folder, names);
+    }
+    return listed(relative) === false;
+  };
   const lstat = (partial: string): fs.Stats | undefined => {
+    if (!stats.has(partial) && listed(partial) === false) stats.set(partial, undefined);
     if (!stats.has(partial)) {
       let stat: fs.Stats | undefined;
       try {
@@ -282,16 +320,17 @@ export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputW
       }
       const temp = target + suffix;
       staged.push({ temp, target, relative });
-      writeText(temp, text);
+      stager.stage({ relative, temp, text });
     } catch (error) {
-      stop(createDiagnostic(Diagnostics.WriteFailed, { path: relative, reason: reason(error) }, at(relative)));
+      return stop(createDiagnostic(Diagnostics.WriteFailed, { path: relative, reason: reason(error) }, at(relative)));
     }
+    if (stager.failure()) stop();
   };
   return {
     add(relative, text) {
       if (ended) throw new Error("openWrite: add after the write ended");
       rendered.add(relative);
-      const holds = holdsText(layout, relative, text, known);
+      const holds = holdsText(layout, relative, text, known, absent);
       known.delete(relative);
       if (holds) return void unchanged.push(relative);
       changed.push(relative);
@@ -313,6 +352,9 @@ export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputW
     },
     finish() {
       ended = true;
+      // Every temporary must exist before the folder is listed and anything is renamed.
+      if (!check && !stopped && stager.settle()) stop();
+      stager.close();
       // Sort for determinism.
       unchanged.sort(compareStrings);
       changed.sort(compareStrings);
@@ -349,7 +391,7 @@ export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputW
           fs.renameSync(s.temp, s.target);
           done.written.push(s.relative);
         } catch (error) {
-          fs.rmSync(s.temp, { force: true });
+          removeTemporary(s.temp);
           diagnostics.push(createDiagnostic(Diagnostics.WriteFailed, { path: s.relative, reason: reason(error) }, at(s.relative)));
         }
       }

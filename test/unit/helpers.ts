@@ -65,6 +65,15 @@ export function mtimes(dir: string): Map<string, number> {
   return out;
 }
 
+/** Every path below a folder, folders with a trailing slash, sorted ([] when it is missing). */
+export function tree(dir: string): string[] {
+  if (!fs.existsSync(dir)) return [];
+  return fs
+    .readdirSync(dir, { recursive: true, withFileTypes: true })
+    .map((e) => path.relative(dir, path.join(e.parentPath, e.name)) + (e.isDirectory() ? "/" : ""))
+    .sort();
+}
+
 /** Every file's bytes below a folder, hex-free: a comparable snapshot. */
 export function snapshot(dir: string): Map<string, string> {
   const out = new Map<string, string>();

@@ -4,21 +4,12 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { defaultLayout } from "../../compiler/discover/discoverProject.js";
 import { compileProject } from "../../compiler/pipeline.js";
 import { openWrite } from "../../compiler/write/writeOutputs.js";
-import { copyBundledProject, snapshot } from "./helpers.js";
+import { copyBundledProject, snapshot, tree } from "./helpers.js";
 
 // The write stage fed file by file as render produces them (ADR 0017i): no rendered text is kept
 // by a write, and the write is as atomic as when it was handed the whole map (ADR 0004): a target
 // found blocked, or a failure while staging, after other files were staged leaves the output
 // folder as it was, temporaries and the folders made for them removed.
-
-/** Every path below a folder, folders with a trailing slash, sorted. */
-function tree(dir: string): string[] {
-  if (!fs.existsSync(dir)) return [];
-  return fs
-    .readdirSync(dir, { recursive: true, withFileTypes: true })
-    .map((e) => path.relative(dir, path.join(e.parentPath, e.name)) + (e.isDirectory() ? "/" : ""))
-    .sort();
-}
 
 const roots: string[] = [];
 function project(): string {
