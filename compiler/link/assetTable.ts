@@ -1,12 +1,12 @@
 import { createDiagnostic, Diagnostics } from "../diagnostics/catalogue.js";
-import type { Diagnostic } from "../diagnostics/diagnostic.js";
+import type { Diagnostic, SourceLocation } from "../diagnostics/diagnostic.js";
 import type { Contract, Dataset, IngestionContract } from "../model/contract.js";
 import { canonicalJson } from "../support/canonical-json.js";
 import { compareStrings } from "../support/compare.js";
 import { normaliseUri } from "../support/uri.js";
 import { checkUri } from "../validate/rules/ValidUriRule.js";
 import type { Located, ValidatedProject } from "../validate/validateDocuments.js";
-import { expandUriTemplate, templateProblems, type OrchestrationConfig } from "./config.js";
+import { expandUriTemplate, templateProblems, uriExpander, type OrchestrationConfig } from "./config.js";
 import type { AssetDeclaration, AssetTable } from "./model.js";
 
 /** The layer of a dataset that names none (DESIGN §3.3). */
@@ -121,8 +121,10 @@ export function buildAssetTable(validated: ValidatedProject, config: Orchestrati
   }
 
   // Produced assets first, so a clash with an external points at the external.
+  const expand = uriExpander(config.uriTemplate);
   for (const located of table.contracts) {
     const c = located.document;
+    const source = located.source;
     c.datasets.forEach((dataset, i) => {
       const layer = dataset.layer ?? DEFAULT_LAYER[c.kind];
       if (dataset.uri === undefined && !templateUsable) {
@@ -130,14 +132,19 @@ export function buildAssetTable(validated: ValidatedProject, config: Orchestrati
         table.refused.add(`${c.domain}.${dataset.name}`);
         return;
       }
-      const uri = dataset.uri ?? expandUriTemplate(config.uriTemplate, { layer, domain: c.domain, name: dataset.name });
-      const uriLocation = located.source.locate(dataset.uri !== undefined ? ["datasets", i, "uri"] : ["datasets", i, "name"]);
+      const uri = dataset.uri ?? expand(layer, c.domain, dataset.name);
       if (dataset.uri === undefined) {
         // A template can expand to a bad URI (a scheme missing, a placeholder left): check the result.
         const before = table.templateFindings.length;
-        checkUri(uri, ["datasets", i, "name"], { source: located.source, report: (d) => table.templateFindings.push(d) });
+        checkUri(uri, ["datasets", i, "name"], { source, report: (d) => table.templateFindings.push(d) });
         if (table.templateFindings.length > before) return;
       }
+      // Located when read (a diagnostic, a change's report): most never are. A dataset without a
+      // uri is located at its name, once for both.
+      let location: SourceLocation | undefined;
+      let uriLocation: SourceLocation | undefined;
+      let schemaVersionLocation: SourceLocation | undefined;
+      const hasUri = dataset.uri !== undefined;
       declare({
         name: `${c.domain}.${dataset.name}`,
         uri,
@@ -146,17 +153,26 @@ export function buildAssetTable(validated: ValidatedProject, config: Orchestrati
         external: false,
         producer: c.id,
         status: c.status ?? "active",
-        declaredIn: located.source.file.path,
-        location: located.source.locate(["datasets", i, "name"]),
-        uriLocation,
+        declaredIn: source.file.path,
+        get location() {
+          return (location ??= source.locate(["datasets", i, "name"]));
+        },
+        get uriLocation() {
+          return hasUri ? (uriLocation ??= source.locate(["datasets", i, "uri"])) : this.location;
+        },
         schemaVersion: dataset.schema.version,
-        schemaVersionLocation: located.source.locate(["datasets", i, "schema", "version"]),
+        get schemaVersionLocation() {
+          return (schemaVersionLocation ??= source.locate(["datasets", i, "schema", "version"]));
+        },
       });
     });
   }
   for (const located of table.externals) {
     const doc = located.document;
+    const source = located.source;
     doc.assets.forEach((a, i) => {
+      let location: SourceLocation | undefined;
+      let uriLocation: SourceLocation | undefined;
       declare({
         name: a.name,
         uri: a.uri,
@@ -164,9 +180,13 @@ export function buildAssetTable(validated: ValidatedProject, config: Orchestrati
         extra: { ...(a.extra ?? {}), external: true, owner: doc.owner, ...(a.freshness ? { freshness: policyOf(a.freshness) } : {}) },
         external: true,
         status: "active",
-        declaredIn: located.source.file.path,
-        location: located.source.locate(["assets", i, "name"]),
-        uriLocation: located.source.locate(["assets", i, "uri"]),
+        declaredIn: source.file.path,
+        get location() {
+          return (location ??= source.locate(["assets", i, "name"]));
+        },
+        get uriLocation() {
+          return (uriLocation ??= source.locate(["assets", i, "uri"]));
+        },
         ...(a.freshness && a.published_by !== undefined ? { publishedBy: a.published_by } : {}),
       });
     });
@@ -177,23 +197,53 @@ export function buildAssetTable(validated: ValidatedProject, config: Orchestrati
     const s = c.source;
     // A load whose source is an extract's dataset reads that dataset's manifests: not an external.
     if (c.mode === "load" && extractProducing(table, s.name) !== undefined) continue;
-    const asset: AssetDeclaration = {
-      name: s.name,
-      uri: s.uri,
-      // The ingesting contract's domain: the source system has no domain of ours.
-      group: c.domain,
-      extra: { external: true, owner: c.owner },
-      external: true,
-      status: "active",
-      declaredIn: located.source.file.path,
-      location: located.source.locate(["source", "name"]),
-      uriLocation: located.source.locate(["source", "uri"]),
-    };
-    if (s.schema_version !== undefined) {
-      asset.schemaVersion = s.schema_version;
-      asset.schemaVersionLocation = located.source.locate(["source", "schema_version"]);
-    }
-    declare(asset);
+    declare(sourceDeclaration(located.source, c));
   }
   return table;
+}
+
+/**
+ * The external Asset an ingestion contract reads (its `source`), located when read: only a
+ * diagnostic reads the locations.
+ */
+function sourceDeclaration(source: Located<IngestionContract>["source"], c: IngestionContract): AssetDeclaration {
+  const s = c.source;
+  let location: SourceLocation | undefined;
+  let uriLocation: SourceLocation | undefined;
+  const common = {
+    name: s.name,
+    uri: s.uri,
+    // The ingesting contract's domain: the source system has no domain of ours.
+    group: c.domain,
+    extra: { external: true, owner: c.owner },
+    external: true,
+    status: "active" as const,
+    declaredIn: source.file.path,
+  };
+  const schemaVersion = s.schema_version;
+  if (schemaVersion === undefined) {
+    return {
+      ...common,
+      get location() {
+        return (location ??= source.locate(["source", "name"]));
+      },
+      get uriLocation() {
+        return (uriLocation ??= source.locate(["source", "uri"]));
+      },
+    };
+  }
+  let schemaVersionLocation: SourceLocation | undefined;
+  return {
+    ...common,
+    get location() {
+      return (location ??= source.locate(["source", "name"]));
+    },
+    get uriLocation() {
+      return (uriLocation ??= source.locate(["source", "uri"]));
+    },
+    schemaVersion,
+    get schemaVersionLocation() {
+      return (schemaVersionLocation ??= source.locate(["source", "schema_version"]));
+    },
+  };
 }
