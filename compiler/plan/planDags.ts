@@ -176,9 +176,15 @@ export function planDags(project: LinkedProject): StageResult<DagPlan[]> {
   for (const c of project.contracts) {
     if (c.status !== "active" && c.status !== "deprecated") continue;
     const contract = c.contract;
-    const triggering = c.upstreams.filter((u) => u.trigger).map((u) => u.asset);
+    const triggering: string[] = [];
+    const read = new Set<string>();
+    for (const u of c.upstreams) {
+      if (u.trigger) triggering.push(u.asset);
+      read.add(u.asset);
+    }
+    if (c.sourceAsset) read.add(c.sourceAsset);
     // Sort for determinism: inlets are a set to Airflow.
-    const inlets = [...new Set([...c.upstreams.map((u) => u.asset), ...(c.sourceAsset ? [c.sourceAsset] : [])])].sort(compareStrings);
+    const inlets = [...read].sort(compareStrings);
     const outlets = c.outlets.map((a) => a.name);
     const defaultArgs: DefaultArgsPlan = { owner: contract.owner };
     if (c.runSettings.retries !== undefined) defaultArgs.retries = c.runSettings.retries;
