@@ -210,40 +210,30 @@ function sourceDeclaration(source: Located<IngestionContract>["source"], c: Inge
   const s = c.source;
   let location: SourceLocation | undefined;
   let uriLocation: SourceLocation | undefined;
-  const common = {
+  const asset: AssetDeclaration = {
     name: s.name,
     uri: s.uri,
     // The ingesting contract's domain: the source system has no domain of ours.
     group: c.domain,
     extra: { external: true, owner: c.owner },
     external: true,
-    status: "active" as const,
+    status: "active",
     declaredIn: source.file.path,
-  };
-  const schemaVersion = s.schema_version;
-  if (schemaVersion === undefined) {
-    return {
-      ...common,
-      get location() {
-        return (location ??= source.locate(["source", "name"]));
-      },
-      get uriLocation() {
-        return (uriLocation ??= source.locate(["source", "uri"]));
-      },
-    };
-  }
-  let schemaVersionLocation: SourceLocation | undefined;
-  return {
-    ...common,
     get location() {
       return (location ??= source.locate(["source", "name"]));
     },
     get uriLocation() {
       return (uriLocation ??= source.locate(["source", "uri"]));
     },
-    schemaVersion,
-    get schemaVersionLocation() {
-      return (schemaVersionLocation ??= source.locate(["source", "schema_version"]));
-    },
   };
+  if (s.schema_version !== undefined) {
+    asset.schemaVersion = s.schema_version;
+    let schemaVersionLocation: SourceLocation | undefined;
+    Object.defineProperty(asset, "schemaVersionLocation", {
+      get: () => (schemaVersionLocation ??= source.locate(["source", "schema_version"])),
+      enumerable: true,
+      configurable: true,
+    });
+  }
+  return asset;
 }
