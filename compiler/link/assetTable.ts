@@ -1,5 +1,5 @@
 import { createDiagnostic, Diagnostics } from "../diagnostics/catalogue.js";
-import type { Diagnostic, SourceLocation } from "../diagnostics/diagnostic.js";
+import type { Diagnostic } from "../diagnostics/diagnostic.js";
 import type { Contract, Dataset, IngestionContract } from "../model/contract.js";
 import { canonicalJson } from "../support/canonical-json.js";
 import { compareStrings } from "../support/compare.js";
@@ -139,12 +139,8 @@ export function buildAssetTable(validated: ValidatedProject, config: Orchestrati
         checkUri(uri, ["datasets", i, "name"], { source, report: (d) => table.templateFindings.push(d) });
         if (table.templateFindings.length > before) return;
       }
-      // Located when read (a diagnostic, a change's report): most never are. A dataset without a
-      // uri is located at its name, once for both.
-      let location: SourceLocation | undefined;
-      let uriLocation: SourceLocation | undefined;
-      let schemaVersionLocation: SourceLocation | undefined;
-      const hasUri = dataset.uri !== undefined;
+      // A dataset without a uri is located at its name, once for both.
+      const location = source.locate(["datasets", i, "name"]);
       declare({
         name: `${c.domain}.${dataset.name}`,
         uri,
@@ -154,16 +150,10 @@ export function buildAssetTable(validated: ValidatedProject, config: Orchestrati
         producer: c.id,
         status: c.status ?? "active",
         declaredIn: source.file.path,
-        get location() {
-          return (location ??= source.locate(["datasets", i, "name"]));
-        },
-        get uriLocation() {
-          return hasUri ? (uriLocation ??= source.locate(["datasets", i, "uri"])) : this.location;
-        },
+        location,
+        uriLocation: dataset.uri !== undefined ? source.locate(["datasets", i, "uri"]) : location,
         schemaVersion: dataset.schema.version,
-        get schemaVersionLocation() {
-          return (schemaVersionLocation ??= source.locate(["datasets", i, "schema", "version"]));
-        },
+        schemaVersionLocation: source.locate(["datasets", i, "schema", "version"]),
       });
     });
   }
@@ -171,8 +161,6 @@ export function buildAssetTable(validated: ValidatedProject, config: Orchestrati
     const doc = located.document;
     const source = located.source;
     doc.assets.forEach((a, i) => {
-      let location: SourceLocation | undefined;
-      let uriLocation: SourceLocation | undefined;
       declare({
         name: a.name,
         uri: a.uri,
@@ -181,12 +169,8 @@ export function buildAssetTable(validated: ValidatedProject, config: Orchestrati
         external: true,
         status: "active",
         declaredIn: source.file.path,
-        get location() {
-          return (location ??= source.locate(["assets", i, "name"]));
-        },
-        get uriLocation() {
-          return (uriLocation ??= source.locate(["assets", i, "uri"]));
-        },
+        location: source.locate(["assets", i, "name"]),
+        uriLocation: source.locate(["assets", i, "uri"]),
         ...(a.freshness && a.published_by !== undefined ? { publishedBy: a.published_by } : {}),
       });
     });
@@ -197,43 +181,23 @@ export function buildAssetTable(validated: ValidatedProject, config: Orchestrati
     const s = c.source;
     // A load whose source is an extract's dataset reads that dataset's manifests: not an external.
     if (c.mode === "load" && extractProducing(table, s.name) !== undefined) continue;
-    declare(sourceDeclaration(located.source, c));
+    const asset: AssetDeclaration = {
+      name: s.name,
+      uri: s.uri,
+      // The ingesting contract's domain: the source system has no domain of ours.
+      group: c.domain,
+      extra: { external: true, owner: c.owner },
+      external: true,
+      status: "active",
+      declaredIn: located.source.file.path,
+      location: located.source.locate(["source", "name"]),
+      uriLocation: located.source.locate(["source", "uri"]),
+    };
+    if (s.schema_version !== undefined) {
+      asset.schemaVersion = s.schema_version;
+      asset.schemaVersionLocation = located.source.locate(["source", "schema_version"]);
+    }
+    declare(asset);
   }
   return table;
-}
-
-/**
- * The external Asset an ingestion contract reads (its `source`), located when read: only a
- * diagnostic reads the locations.
- */
-function sourceDeclaration(source: Located<IngestionContract>["source"], c: IngestionContract): AssetDeclaration {
-  const s = c.source;
-  let location: SourceLocation | undefined;
-  let uriLocation: SourceLocation | undefined;
-  const asset: AssetDeclaration = {
-    name: s.name,
-    uri: s.uri,
-    // The ingesting contract's domain: the source system has no domain of ours.
-    group: c.domain,
-    extra: { external: true, owner: c.owner },
-    external: true,
-    status: "active",
-    declaredIn: source.file.path,
-    get location() {
-      return (location ??= source.locate(["source", "name"]));
-    },
-    get uriLocation() {
-      return (uriLocation ??= source.locate(["source", "uri"]));
-    },
-  };
-  if (s.schema_version !== undefined) {
-    asset.schemaVersion = s.schema_version;
-    let schemaVersionLocation: SourceLocation | undefined;
-    Object.defineProperty(asset, "schemaVersionLocation", {
-      get: () => (schemaVersionLocation ??= source.locate(["source", "schema_version"])),
-      enumerable: true,
-      configurable: true,
-    });
-  }
-  return asset;
 }

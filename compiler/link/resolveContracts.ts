@@ -1,4 +1,3 @@
-import type { SourceLocation } from "../diagnostics/diagnostic.js";
 import { runSettingsFor, type OrchestrationConfig } from "./config.js";
 import { extractProducing } from "./assetTable.js";
 import { resolveDeadline } from "./freshness.js";
@@ -26,15 +25,7 @@ export function resolveContracts(table: AssetTable, config: OrchestrationConfig)
       gitBlob: located.source.hashes.gitBlob,
       outlets: c.datasets.map((d) => table.assets.get(`${c.domain}.${d.name}`)).filter((a): a is AssetDeclaration => a?.producer === c.id),
       upstreams: (c.upstreams ?? []).map((u, i) => {
-        // Located when read: only a diagnostic does.
-        let location: SourceLocation | undefined;
-        const resolved: ResolvedUpstream = {
-          asset: u.asset,
-          trigger: u.trigger !== false,
-          get location() {
-            return (location ??= located.source.locate(["upstreams", i, "asset"]));
-          },
-        };
+        const resolved: ResolvedUpstream = { asset: u.asset, trigger: u.trigger !== false, location: located.source.locate(["upstreams", i, "asset"]) };
         if (u.schema_version !== undefined) resolved.schemaVersion = u.schema_version;
         if (u.require !== undefined) resolved.require = u.require;
         return resolved;
@@ -52,14 +43,7 @@ export function resolveContracts(table: AssetTable, config: OrchestrationConfig)
           sampleData: config.sampleData.has(extract.document.source.name),
         };
         // The manifest dataset's Asset event is what a load of it waits for: an upstream, not an external source.
-        let location: SourceLocation | undefined;
-        entry.upstreams.push({
-          asset: c.source.name,
-          trigger: true,
-          get location() {
-            return (location ??= located.source.locate(["source", "name"]));
-          },
-        });
+        entry.upstreams.push({ asset: c.source.name, trigger: true, location: located.source.locate(["source", "name"]) });
       } else entry.sourceAsset = c.source.name;
     }
     if (c.trigger !== undefined && c.trigger !== "manual") {
