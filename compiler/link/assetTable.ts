@@ -6,7 +6,7 @@ import { compareStrings } from "../support/compare.js";
 import { normaliseUri } from "../support/uri.js";
 import { checkUri } from "../validate/rules/ValidUriRule.js";
 import type { Located, ValidatedProject } from "../validate/validateDocuments.js";
-import { expandUriTemplate, templateProblems, type OrchestrationConfig } from "./config.js";
+import { expandUriTemplate, templateProblems, uriExpander, type OrchestrationConfig } from "./config.js";
 import type { AssetDeclaration, AssetTable } from "./model.js";
 
 /** The layer of a dataset that names none (DESIGN §3.3). */
@@ -121,8 +121,10 @@ export function buildAssetTable(validated: ValidatedProject, config: Orchestrati
   }
 
   // Produced assets first, so a clash with an external points at the external.
+  const expand = uriExpander(config.uriTemplate);
   for (const located of table.contracts) {
     const c = located.document;
+    const source = located.source;
     c.datasets.forEach((dataset, i) => {
       const layer = dataset.layer ?? DEFAULT_LAYER[c.kind];
       if (dataset.uri === undefined && !templateUsable) {
@@ -130,14 +132,15 @@ export function buildAssetTable(validated: ValidatedProject, config: Orchestrati
         table.refused.add(`${c.domain}.${dataset.name}`);
         return;
       }
-      const uri = dataset.uri ?? expandUriTemplate(config.uriTemplate, { layer, domain: c.domain, name: dataset.name });
-      const uriLocation = located.source.locate(dataset.uri !== undefined ? ["datasets", i, "uri"] : ["datasets", i, "name"]);
+      const uri = dataset.uri ?? expand(layer, c.domain, dataset.name);
       if (dataset.uri === undefined) {
         // A template can expand to a bad URI (a scheme missing, a placeholder left): check the result.
         const before = table.templateFindings.length;
-        checkUri(uri, ["datasets", i, "name"], { source: located.source, report: (d) => table.templateFindings.push(d) });
+        checkUri(uri, ["datasets", i, "name"], { source, report: (d) => table.templateFindings.push(d) });
         if (table.templateFindings.length > before) return;
       }
+      // A dataset without a uri is located at its name, once for both.
+      const location = source.locate(["datasets", i, "name"]);
       declare({
         name: `${c.domain}.${dataset.name}`,
         uri,
@@ -146,16 +149,17 @@ export function buildAssetTable(validated: ValidatedProject, config: Orchestrati
         external: false,
         producer: c.id,
         status: c.status ?? "active",
-        declaredIn: located.source.file.path,
-        location: located.source.locate(["datasets", i, "name"]),
-        uriLocation,
+        declaredIn: source.file.path,
+        location,
+        uriLocation: dataset.uri !== undefined ? source.locate(["datasets", i, "uri"]) : location,
         schemaVersion: dataset.schema.version,
-        schemaVersionLocation: located.source.locate(["datasets", i, "schema", "version"]),
+        schemaVersionLocation: source.locate(["datasets", i, "schema", "version"]),
       });
     });
   }
   for (const located of table.externals) {
     const doc = located.document;
+    const source = located.source;
     doc.assets.forEach((a, i) => {
       declare({
         name: a.name,
@@ -164,9 +168,9 @@ export function buildAssetTable(validated: ValidatedProject, config: Orchestrati
         extra: { ...(a.extra ?? {}), external: true, owner: doc.owner, ...(a.freshness ? { freshness: policyOf(a.freshness) } : {}) },
         external: true,
         status: "active",
-        declaredIn: located.source.file.path,
-        location: located.source.locate(["assets", i, "name"]),
-        uriLocation: located.source.locate(["assets", i, "uri"]),
+        declaredIn: source.file.path,
+        location: source.locate(["assets", i, "name"]),
+        uriLocation: source.locate(["assets", i, "uri"]),
         ...(a.freshness && a.published_by !== undefined ? { publishedBy: a.published_by } : {}),
       });
     });

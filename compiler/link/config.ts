@@ -117,18 +117,45 @@ export function mergeConfigs(configs: ReadonlyArray<Located<OrchestrationConfigD
   return { config, conflicts };
 }
 
+/** The overrides of a config by what they match, each without `match` and `location`, in config order. */
+interface OverrideIndex {
+  byDomain: Map<string, RunSettings[]>;
+  byContract: Map<string, RunSettings[]>;
+}
+
+// Built once per config: resolution asks for every contract, and a scan of every override per
+// contract was quadratic (10,000 contracts x the overrides of a large config).
+const overrideIndexes = new WeakMap<OrchestrationConfig, OverrideIndex>();
+
+function overrideIndexOf(config: OrchestrationConfig): OverrideIndex {
+  let index = overrideIndexes.get(config);
+  if (index) return index;
+  index = { byDomain: new Map(), byContract: new Map() };
+  const add = (map: Map<string, RunSettings[]>, key: string, settings: RunSettings): void => {
+    const list = map.get(key);
+    if (list) list.push(settings);
+    else map.set(key, [settings]);
+  };
+  for (const o of config.overrides) {
+    const { match, location: _location, ...rest } = o;
+    if (match.domain !== undefined) add(index.byDomain, match.domain, rest);
+    if (match.contract !== undefined) add(index.byContract, match.contract, rest);
+  }
+  overrideIndexes.set(config, index);
+  return index;
+}
+
 /**
  * The run settings of one contract: the defaults, then overrides matching its domain, then
- * overrides matching its id (the more specific wins; within a level, later files win).
+ * overrides matching its id (the more specific wins; within a level, later files win). A new
+ * object each call; the overrides are indexed once per config (the config must not change after
+ * its first call).
  */
 export function runSettingsFor(config: OrchestrationConfig, contractId: string, domain: string): RunSettings {
   const settings: RunSettings = { ...config.defaults };
-  const strip = (o: OrchestrationConfig["overrides"][number]): RunSettings => {
-    const { match: _match, location: _location, ...rest } = o;
-    return rest;
-  };
-  for (const o of config.overrides) if (o.match.domain === domain) Object.assign(settings, strip(o));
-  for (const o of config.overrides) if (o.match.contract === contractId) Object.assign(settings, strip(o));
+  const index = overrideIndexOf(config);
+  for (const o of index.byDomain.get(domain) ?? []) Object.assign(settings, o);
+  for (const o of index.byContract.get(contractId) ?? []) Object.assign(settings, o);
   return settings;
 }
 
@@ -137,7 +164,21 @@ export function runSettingsFor(config: OrchestrationConfig, contractId: string, 
  * {@link templateProblems}.
  */
 export function expandUriTemplate(template: string, values: { layer: string; domain: string; name: string }): string {
-  return template.replace(/\{(layer|domain|name)\}/g, (_, key: "layer" | "domain" | "name") => values[key]);
+  return uriExpander(template)(values.layer, values.domain, values.name);
+}
+
+/**
+ * {@link expandUriTemplate} for one template, cut once at its placeholders (the asset table expands
+ * it for every dataset without a `uri`): `(layer, domain, name) → uri`, the same text.
+ */
+export function uriExpander(template: string): (layer: string, domain: string, name: string) => string {
+  const pieces = template.split(/\{(layer|domain|name)\}/);
+  // split keeps each placeholder's name at the odd places: text, name, text, ..., text.
+  return (layer, domain, name) => {
+    let out = pieces[0]!;
+    for (let i = 1; i < pieces.length; i += 2) out += (pieces[i] === "layer" ? layer : pieces[i] === "domain" ? domain : name) + pieces[i + 1]!;
+    return out;
+  };
 }
 
 /** Placeholders of a URI template that are not {layer}, {domain} or {name}, and stray braces. */

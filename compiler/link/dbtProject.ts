@@ -51,14 +51,19 @@ const obj = (v: unknown): Record<string, unknown> => (v && typeof v === "object"
  * Returns the project, or a one-line problem when the text is not a dbt manifest.
  */
 export function readDbtProject(text: string): { project?: DbtProject; problem?: string } {
-  // link and plan read the same manifest once per contract: keep the last one parsed
-  if (lastRead && lastRead.text === text) return lastRead.result;
+  // Link reads each manifest once for the publishers and once per contract of the project: keep
+  // the ones parsed (a project has hundreds), by text, so no project is parsed twice.
+  const known = lastRead.get(text);
+  if (known) return known;
   const result = parseDbtProject(text);
-  lastRead = { text, result };
+  if (lastRead.size >= MAX_READ) lastRead.clear();
+  lastRead.set(text, result);
   return result;
 }
 
-let lastRead: { text: string; result: { project?: DbtProject; problem?: string } } | undefined;
+/** At most this many manifests are kept parsed (the texts are the compile's own). */
+const MAX_READ = 4096;
+const lastRead = new Map<string, { project?: DbtProject; problem?: string }>();
 
 function parseDbtProject(text: string): { project?: DbtProject; problem?: string } {
   let raw: unknown;
@@ -281,4 +286,20 @@ export function dbtPublishers(contracts: readonly LinkedContract[], projectTexts
     }
   }
   return byProject;
+}
+
+/**
+ * Resolves every `dbt` producer of `contracts` against its project ({@link resolveDbtProducer},
+ * with {@link dbtPublishers} over all of them) and keeps the result as the contract's `dbt`: done
+ * once in link, where ConsistentDbtProjectRule reports the findings and plan reads the rest.
+ */
+export function resolveDbtProducers(contracts: readonly LinkedContract[], projectTexts: ReadonlyMap<string, string>): void {
+  let publishers: ReturnType<typeof dbtPublishers> | undefined;
+  for (const c of contracts) {
+    const contract = c.contract;
+    if (contract.kind !== "TransformContract" || contract.producer.type !== "dbt") continue;
+    publishers ??= dbtPublishers(contracts, projectTexts);
+    const project = contract.producer.project;
+    c.dbt = resolveDbtProducer(c, projectTexts.get(dbtManifestPath(project)), publishers.get(project) ?? new Map());
+  }
 }

@@ -2,6 +2,7 @@ import type { Diagnostic, SourceLocation } from "../diagnostics/diagnostic.js";
 import type { Contract, ExternalAssetsDocument, RunSettings, Status } from "../model/contract.js";
 import type { Located } from "../validate/validateDocuments.js";
 import type { OrchestrationConfig } from "./config.js";
+import type { DbtResolution } from "./dbtProject.js";
 import type { DeadlinePlan } from "./freshness.js";
 import type { RenameCandidate } from "../support/renames.js";
 
@@ -58,6 +59,11 @@ export interface LinkedContract {
   timetable?: { cron: string; timezone: string };
   /** The DeadlineAlert of `freshness.expected_runtime` (absent without one or without a notifier). */
   deadline?: DeadlinePlan;
+  /**
+   * A `dbt` producer resolved against its project (`resolveDbtProducer`), once in link: its
+   * findings are ConsistentDbtProjectRule's, the rest is what plan writes into the runtime.
+   */
+  dbt?: DbtResolution;
 }
 
 /** The link stage's output. */

@@ -23,7 +23,8 @@ export function conditionNode(condition: AssetCondition): ConditionNode {
 export function canonicalCondition(node: ConditionNode): ConditionNode {
   if ("asset" in node) return node;
   const members = ("all" in node ? node.all : node.any).map(canonicalCondition);
-  const keyed = members.map((m) => ({ m, key: JSON.stringify(m) }));
+  // A leaf's text is written out directly: the same text as JSON.stringify gives, without the walk.
+  const keyed = members.map((m) => ({ m, key: "asset" in m ? `{"asset":${JSON.stringify(m.asset)}}` : JSON.stringify(m) }));
   // Sort for determinism: the members of an all/any are a set to Airflow.
   keyed.sort((a, b) => compareStrings(a.key, b.key));
   // ... and a set: a repeated member (CA3804) is left out, so the schedule is the same

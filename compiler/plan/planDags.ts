@@ -88,7 +88,7 @@ function runtimeOf(
   c: LinkedContract,
   sqlFiles: ReadonlyMap<string, string>,
   config: OrchestrationConfig,
-  dbt: DbtPublishers,
+  dbt: () => DbtPublishers,
 ): DagRuntime {
   const contract = c.contract;
   const datasets: RuntimeDataset[] = contract.datasets.map((d) => ({
@@ -153,7 +153,8 @@ function runtimeOf(
       return { kind: "TransformContract", ...common, producer: p };
     case "dbt": {
       // What the dbt run builds and where its refs resolve, from the committed dbt manifest (ADR 0012).
-      const resolved = resolveDbtProducer(c, sqlFiles.get(dbtManifestPath(p.project)), dbt.get(p.project) ?? new Map());
+      // Resolved by link (`resolveDbtProducers`); a project linked otherwise is resolved here.
+      const resolved = c.dbt ?? resolveDbtProducer(c, sqlFiles.get(dbtManifestPath(p.project)), dbt().get(p.project) ?? new Map());
       return {
         kind: "TransformContract",
         ...common,
@@ -170,13 +171,20 @@ function runtimeOf(
  */
 export function planDags(project: LinkedProject): StageResult<DagPlan[]> {
   const plans: DagPlan[] = [];
-  const dbt = dbtPublishers(project.contracts, project.producerFiles);
+  let publishers: DbtPublishers | undefined;
+  const dbt = (): DbtPublishers => (publishers ??= dbtPublishers(project.contracts, project.producerFiles));
   for (const c of project.contracts) {
     if (c.status !== "active" && c.status !== "deprecated") continue;
     const contract = c.contract;
-    const triggering = c.upstreams.filter((u) => u.trigger).map((u) => u.asset);
+    const triggering: string[] = [];
+    const read = new Set<string>();
+    for (const u of c.upstreams) {
+      if (u.trigger) triggering.push(u.asset);
+      read.add(u.asset);
+    }
+    if (c.sourceAsset) read.add(c.sourceAsset);
     // Sort for determinism: inlets are a set to Airflow.
-    const inlets = [...new Set([...c.upstreams.map((u) => u.asset), ...(c.sourceAsset ? [c.sourceAsset] : [])])].sort(compareStrings);
+    const inlets = [...read].sort(compareStrings);
     const outlets = c.outlets.map((a) => a.name);
     const defaultArgs: DefaultArgsPlan = { owner: contract.owner };
     if (c.runSettings.retries !== undefined) defaultArgs.retries = c.runSettings.retries;

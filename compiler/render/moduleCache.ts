@@ -1,3 +1,4 @@
+import * as crypto from "node:crypto";
 import { createHash } from "node:crypto";
 import { createDiagnostic, Diagnostics } from "../diagnostics/catalogue.js";
 import type { Diagnostic } from "../diagnostics/diagnostic.js";
@@ -64,8 +65,11 @@ export interface ModuleCache extends ModuleSkip {
 
 /** sha256 of a text's UTF-8 bytes (the bytes `write` puts on the disk). */
 function digestOf(text: string): Buffer {
-  return createHash("sha256").update(text).digest();
+  return oneShot ? oneShot("sha256", text, "buffer") : createHash("sha256").update(text).digest();
 }
+
+// Node's one-shot hash (20.12 and later) makes no Hash object: one per module's key adds up.
+const oneShot = (crypto as { hash?: (algorithm: string, data: string, outputEncoding: "buffer") => Buffer }).hash;
 
 /**
  * The key of the module at an index: `manifest.dags[index]`'s, or at `dags.length` the freshness
@@ -107,14 +111,14 @@ export function moduleKeys(manifest: Manifest, outDir: string, writer: string, r
   // The key of records, or undefined where one of them has none.
   const recordsKeyOf = (relative: string, dag: string | undefined, assets: readonly string[]): Buffer | undefined => {
     if (dag === undefined) return undefined;
-    const parts = ["records", head, JSON.stringify(relative), dag];
+    let text = `records\n${head}\n${JSON.stringify(relative)}\n${dag}`;
     for (const name of assets) {
       const at = assetAt.get(name);
       const key = at === undefined ? "null" : keys!.assets[at];
       if (key === undefined) return undefined;
-      parts.push(key);
+      text += `\n${key}`;
     }
-    return digestOf(parts.join("\n"));
+    return digestOf(text);
   };
   return (index) => {
     const dag = manifest.dags[index];

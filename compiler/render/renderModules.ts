@@ -131,7 +131,9 @@ export function modulePath(outDir: string, dagId: string): string {
  * only records of `manifest.assets` {@link renderDagModule} reads.
  */
 export function usedAssets(dag: Pick<DagPlan, "inlets" | "outlets">): string[] {
-  return [...new Set([...dag.inlets, ...dag.outlets])].sort();
+  const names = new Set(dag.inlets);
+  for (const name of dag.outlets) names.add(name);
+  return [...names].sort();
 }
 
 /**

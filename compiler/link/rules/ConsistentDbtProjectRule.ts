@@ -1,5 +1,4 @@
 import { createDiagnostic, Diagnostics } from "../../diagnostics/catalogue.js";
-import { dbtManifestPath, dbtPublishers, resolveDbtProducer } from "../dbtProject.js";
 import type { LinkRule } from "./rule.js";
 
 /**
@@ -13,12 +12,10 @@ import type { LinkRule } from "./rule.js";
 export const ConsistentDbtProjectRule: LinkRule = {
   name: "ConsistentDbtProjectRule",
   check(state, context) {
-    const publishers = dbtPublishers(state.contracts, state.context.producerFiles);
     for (const c of state.contracts) {
-      const contract = c.contract;
-      if (contract.kind !== "TransformContract" || contract.producer.type !== "dbt") continue;
-      const project = contract.producer.project;
-      const resolved = resolveDbtProducer(c, state.context.producerFiles.get(dbtManifestPath(project)), publishers.get(project) ?? new Map());
+      // Resolved once by link (`resolveDbtProducers`): only dbt producers have one.
+      const resolved = c.dbt;
+      if (!resolved) continue;
       for (const f of resolved.findings) {
         const entry = f.entry as (typeof Diagnostics)["DbtManifestMissing"];
         const args = f.args as Parameters<(typeof Diagnostics)["DbtManifestMissing"]["message"]>[0];

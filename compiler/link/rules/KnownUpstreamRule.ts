@@ -45,8 +45,13 @@ function unknownHint(state: LinkState): (name: string) => string | undefined {
     const producer = a.producer ? ids.get(a.producer) : undefined;
     return producer?.document.datasets.find((d) => `${producer.document.domain}.${d.name}` === a.name);
   };
-  for (const a of assets.values()) for (const old of datasetOf(a)?.renamed_from ?? []) renamedTo.set(old, a.name);
+  // Made at the first unknown name: a project whose upstreams all resolve never needs it.
+  let renamesRead = false;
   return (name) => {
+    if (!renamesRead) {
+      renamesRead = true;
+      for (const a of assets.values()) for (const old of datasetOf(a)?.renamed_from ?? []) renamedTo.set(old, a.name);
+    }
     const declared = renamedTo.get(name);
     if (declared) return `it was renamed to "${declared}" (renamed_from); update this upstream`;
     const previous = previousAssetsOf()?.get(name);

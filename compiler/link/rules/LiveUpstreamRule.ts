@@ -14,12 +14,16 @@ export const LiveUpstreamRule: LinkRule = {
       if (linked.status === "retired") continue;
       for (const u of linked.upstreams) {
         const target = state.table.assets.get(u.asset);
-        if (!target) continue;
+        if (!target || target.status === "active") continue;
+        const entry =
+          target.status === "retired" ? Diagnostics.RetiredUpstream
+          : target.status === "draft" ? (linked.status !== "draft" ? Diagnostics.DraftUpstream : undefined)
+          : target.status === "deprecated" ? Diagnostics.DeprecatedUpstream
+          : undefined;
+        if (!entry) continue;
+        // Made for a finding only: nearly every upstream is active, and its locations are made when read.
         const related = [{ message: `${JSON.stringify(target.name)} is declared here`, location: target.location }];
-        const args = { asset: u.asset, contract: target.producer! };
-        if (target.status === "retired") context.report(createDiagnostic(Diagnostics.RetiredUpstream, args, u.location, { related }));
-        else if (target.status === "draft" && linked.status !== "draft") context.report(createDiagnostic(Diagnostics.DraftUpstream, args, u.location, { related }));
-        else if (target.status === "deprecated") context.report(createDiagnostic(Diagnostics.DeprecatedUpstream, args, u.location, { related }));
+        context.report(createDiagnostic(entry, { asset: u.asset, contract: target.producer! }, u.location, { related }));
       }
     }
   },

@@ -1,7 +1,10 @@
 import { createDiagnostic, Diagnostics } from "../../diagnostics/catalogue.js";
+import type { SourceLocation } from "../../diagnostics/diagnostic.js";
 import type { NodePath } from "../../parse/parseContracts.js";
 import { airflowRefusal, MAX_ASSET_TEXT, uriScheme } from "../../support/uri.js";
 import type { DocumentRule, RuleContext } from "./rule.js";
+
+const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
 
 /**
  * Every Asset URI is non-empty, not blank, ASCII, at most 1500 characters, free of user info and
@@ -12,31 +15,33 @@ import type { DocumentRule, RuleContext } from "./rule.js";
  * per database backend.
  */
 export function checkUri(uri: string, path: NodePath, context: RuleContext): void {
-  const at = context.source.locate(path);
+  // Located only for a finding: every URI of a project is checked, and nearly all pass.
+  const at = (): SourceLocation => context.source.locate(path);
   const report = context.report;
-  if (uri === "") return report(createDiagnostic(Diagnostics.UriEmpty, {}, at));
-  if (uri.trim() === "") return report(createDiagnostic(Diagnostics.UriBlank, {}, at));
-  const nonAscii = [...uri].findIndex((c) => c.codePointAt(0)! > 0x7e || c.codePointAt(0)! < 0x20);
+  if (uri === "") return report(createDiagnostic(Diagnostics.UriEmpty, {}, at()));
+  if (uri.trim() === "") return report(createDiagnostic(Diagnostics.UriBlank, {}, at()));
+  // Printable ASCII, the common case, needs no array of its characters.
+  const nonAscii = PRINTABLE_ASCII.test(uri) ? -1 : [...uri].findIndex((c) => c.codePointAt(0)! > 0x7e || c.codePointAt(0)! < 0x20);
   if (nonAscii >= 0) {
     const c = [...uri][nonAscii]!;
     const code = c.codePointAt(0)!;
     const shown = code < 0x20 || code === 0x7f ? `U+${code.toString(16).toUpperCase().padStart(4, "0")}` : `"${c}" (U+${code.toString(16).toUpperCase().padStart(4, "0")})`;
-    return report(createDiagnostic(Diagnostics.UriNonAscii, { character: shown, index: nonAscii }, at, { hint: "percent-encode it" }));
+    return report(createDiagnostic(Diagnostics.UriNonAscii, { character: shown, index: nonAscii }, at(), { hint: "percent-encode it" }));
   }
-  if (uri.length > MAX_ASSET_TEXT) return report(createDiagnostic(Diagnostics.UriTooLong, { length: uri.length }, at));
+  if (uri.length > MAX_ASSET_TEXT) return report(createDiagnostic(Diagnostics.UriTooLong, { length: uri.length }, at()));
   const placeholder = /\{\{.*?\}\}|\$\{[^}]*\}|\{\{|\$\{/.exec(uri);
-  if (placeholder) return report(createDiagnostic(Diagnostics.UriPlaceholder, { placeholder: placeholder[0] }, at));
+  if (placeholder) return report(createDiagnostic(Diagnostics.UriPlaceholder, { placeholder: placeholder[0] }, at()));
   if (/\s/.test(uri)) {
-    return report(createDiagnostic(Diagnostics.UriWhitespace, { uri }, at, { hint: "percent-encode spaces as %20" }));
+    return report(createDiagnostic(Diagnostics.UriWhitespace, { uri }, at(), { hint: "percent-encode spaces as %20" }));
   }
   const scheme = uriScheme(uri);
-  if (scheme === undefined) return report(createDiagnostic(Diagnostics.UriMalformed, { uri }, at));
-  if (scheme === "airflow") return report(createDiagnostic(Diagnostics.UriReservedScheme, { scheme }, at));
+  if (scheme === undefined) return report(createDiagnostic(Diagnostics.UriMalformed, { uri }, at()));
+  if (scheme === "airflow") return report(createDiagnostic(Diagnostics.UriReservedScheme, { scheme }, at()));
   // User info is anything before an "@" in the authority; a password may hold "?" or "#".
   const authority = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/([^/]*)/.exec(uri)?.[1] ?? "";
   if (authority.includes("@")) {
     report(
-      createDiagnostic(Diagnostics.UriUserInfo, { uri }, at, {
+      createDiagnostic(Diagnostics.UriUserInfo, { uri }, at(), {
         hint: "remove the user info and name an Airflow Connection in connection_id instead",
       }),
     );
@@ -44,7 +49,7 @@ export function checkUri(uri: string, path: NodePath, context: RuleContext): voi
   }
   // What Airflow itself refuses when it parses the URI: bad IPv6 brackets, a provider's shape.
   const refusal = airflowRefusal(uri);
-  if (refusal) report(createDiagnostic(Diagnostics.UriRefused, { uri, reason: refusal }, at));
+  if (refusal) report(createDiagnostic(Diagnostics.UriRefused, { uri, reason: refusal }, at()));
 }
 
 export const ValidUriRule: DocumentRule = {
