@@ -9,7 +9,7 @@ import { readRegularFile } from "../discover/regularFile.js";
 import { GENERATED_HEADER_PREFIX, type FileMap } from "../render/renderModules.js";
 import { compareStrings } from "../support/compare.js";
 import { sameStamp, stampOf, type FileStamp } from "../support/fileStamp.js";
-import { openStager, type StagerOptions } from "./stageFiles.js";
+import { utf8Chunks } from "../support/utf8.js";
 
 /** What writing (or checking) did, by project-relative path, each list sorted. */
 export interface WriteReport {
@@ -61,6 +61,18 @@ function readIfExists(absolute: string): string | undefined {
     return fs.readFileSync(absolute, "utf8");
   } catch {
     return undefined;
+  }
+}
+
+/** Writes `text` as UTF-8, chunk by chunk (`utf8Chunks`), holding one chunk's bytes at a time. */
+function writeText(absolute: string, text: string): void {
+  const fd = fs.openSync(absolute, "w");
+  try {
+    for (const chunk of utf8Chunks(text)) {
+      for (let done = 0; done < chunk.length; ) done += fs.writeSync(fd, chunk, done, chunk.length - done);
+    }
+  } finally {
+    fs.closeSync(fd);
   }
 }
 
@@ -191,9 +203,8 @@ function pathBlocker(relative: string, lstat: (partial: string) => fs.Stats | un
 /**
  * One write (or check) of the output folder, fed one rendered file at a time (ADR 0017i), so no
  * rendered text is held longer than it takes to compare it: a file found holding its text is
- * dropped at once; a changed one is staged as its temporary file beside its target, which a writer
- * thread creates while the caller goes on (`stageFiles.ts`, ADR 0017v; with `check`, kept for the
- * drift report). {@link finish} then lists the output folder and, only when every
+ * dropped at once; a changed one is staged as its temporary file beside its target (with `check`,
+ * kept for the drift report). {@link finish} then lists the output folder and, only when every
  * changed file was staged, renames the temporaries into place and deletes the stale modules;
  * {@link discard} (a later error) removes what was staged. Either way nothing in the output folder
  * has changed unless `finish` reached its renames.
@@ -219,9 +230,9 @@ export interface OutputWrite {
  * Options of a write: `check` compares only; the scope of what it manages; `known` files
  * ({@link KnownOutputs}) are not compared again, and the write takes the map over: each entry is
  * deleted once its file is added, so a known text (the manifest's, as large as its file) is not
- * held to the end of the write by the map. `staging`: when the writer thread takes over (tests).
+ * held to the end of the write by the map.
  */
-export type WriteOptions = { check: boolean; known?: Map<string, string>; staging?: StagerOptions } & WriteScope;
+export type WriteOptions = { check: boolean; known?: Map<string, string> } & WriteScope;
 
 /**
  * Opens a write of `layout.outDir` (see {@link OutputWrite}). Nothing is touched until a changed
@@ -230,7 +241,7 @@ export type WriteOptions = { check: boolean; known?: Map<string, string>; stagin
  * compared, so the report says the same as a comparison of every file.
  */
 export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputWrite {
-  const { check, known = new Map<string, string>(), staging, ...scope } = options;
+  const { check, known = new Map<string, string>(), ...scope } = options;
   const diagnostics: Diagnostic[] = [];
   const unchanged: string[] = [];
   const changed: string[] = [];
@@ -243,29 +254,15 @@ export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputW
   const readyFolders = new Set<string>();
   let stopped = false;
   let ended = false;
-  // The temporaries are created beside the calling thread (ADR 0017v); each is in `staged` before
-  // it is handed over, and `settle` returns only once nothing more will be created.
-  const stager = openStager(staging);
-  const failedDiagnostic = (): Diagnostic | undefined => {
-    const failure = stager.settle();
-    return failure && createDiagnostic(Diagnostics.WriteFailed, { path: failure.relative, reason: failure.reason }, at(failure.relative));
-  };
   const unstage = (): void => {
-    stager.close();
     for (const s of staged) removeTemporary(s.temp);
     for (const folder of createdFolders.reverse()) fs.rmSync(folder, { recursive: true, force: true });
     staged.length = 0;
     createdFolders.length = 0;
   };
-  // Without `diagnostic`: the stager's own failure stops the staging.
-  const stop = (diagnostic?: Diagnostic): void => {
-    if (!stopped) {
-      // A file handed over before this one may have failed meanwhile: its failure comes first.
-      const earlier = failedDiagnostic();
-      if (earlier) diagnostics.push(earlier);
-      unstage();
-    }
-    if (diagnostic) diagnostics.push(diagnostic);
+  const stop = (diagnostic: Diagnostic): void => {
+    diagnostics.push(diagnostic);
+    if (!stopped) unstage();
     stopped = true;
   };
   // An output folder that is not a folder is said once, not under every target.
@@ -320,11 +317,10 @@ export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputW
       }
       const temp = target + suffix;
       staged.push({ temp, target, relative });
-      stager.stage({ relative, temp, text });
+      writeText(temp, text);
     } catch (error) {
-      return stop(createDiagnostic(Diagnostics.WriteFailed, { path: relative, reason: reason(error) }, at(relative)));
+      stop(createDiagnostic(Diagnostics.WriteFailed, { path: relative, reason: reason(error) }, at(relative)));
     }
-    if (stager.failure()) stop();
   };
   return {
     add(relative, text) {
@@ -352,9 +348,6 @@ export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputW
     },
     finish() {
       ended = true;
-      // Every temporary must exist before the folder is listed and anything is renamed.
-      if (!check && !stopped && stager.settle()) stop();
-      stager.close();
       // Sort for determinism.
       unchanged.sort(compareStrings);
       changed.sort(compareStrings);
