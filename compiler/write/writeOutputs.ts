@@ -54,12 +54,18 @@ function existingOutputs(layout: ProjectLayout, scope: WriteScope = {}): string[
     .sort(compareStrings);
 }
 
+/**
+ * The UTF-8 text of an output file, or undefined when it is missing or is not a regular file one
+ * can read (a folder, a FIFO, a link to a device: `readRegularFile`, which never blocks, so
+ * `--check` never waits on a FIFO or reads `/dev/zero` for ever where a target goes).
+ */
 function readIfExists(absolute: string): string | undefined {
+  const read = readRegularFile(absolute, { limit: Number.MAX_SAFE_INTEGER, follow: true });
+  if (!("bytes" in read)) return undefined;
   try {
-    // No exception for the common "not there yet" (a first compile has thousands).
-    if (!fs.statSync(absolute, { throwIfNoEntry: false })) return undefined;
-    return fs.readFileSync(absolute, "utf8");
+    return read.bytes.toString("utf8");
   } catch {
+    // Longer than a string can be.
     return undefined;
   }
 }

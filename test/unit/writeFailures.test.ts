@@ -1,3 +1,4 @@
+import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -132,4 +133,27 @@ describe("a write into new or empty folders", () => {
     expect(result.value.written.length).toBe(60);
     expect(looked).toEqual([]);
   });
+});
+
+describe("a check", () => {
+  it("reads no FIFO where a target goes: the target is missing, and the check does not block", () => {
+    const dir = root();
+    const files = modules(6);
+    write(dir, files);
+    const [target, text] = files[2]!;
+    const fifo = path.join(dir, target);
+    fs.rmSync(fifo);
+    expect(spawnSync("mkfifo", [fifo]).status).toBe(0);
+    // Without the fix the read blocks this thread until a writer comes: this one opens the FIFO
+    // after 5 s and writes nothing, so the test then fails (an empty file, "out of date") rather than hanging.
+    const unblock = spawn("sh", ["-c", `sleep 5; : > "${fifo}"`], { stdio: "ignore" });
+    try {
+      const result = write(dir, files, { check: true });
+      expect(result.diagnostics.map((d) => [d.code, d.location?.file, d.message])).toEqual([["CA9001", target, expect.stringContaining("is missing")]]);
+      expect(result.value.drift).toEqual([{ path: target, onDisk: null, compiled: text }]);
+      expect(fs.lstatSync(fifo).isFIFO()).toBe(true);
+    } finally {
+      unblock.kill();
+    }
+  }, 20_000);
 });
