@@ -53,17 +53,17 @@ const obj = (v: unknown): Record<string, unknown> => (v && typeof v === "object"
 export function readDbtProject(text: string): { project?: DbtProject; problem?: string } {
   // Link reads each manifest once for the publishers and once per contract of the project: keep
   // the ones parsed (a project has hundreds), by text, so no project is parsed twice.
-  const known = lastRead.get(text);
+  const known = parsedManifests.get(text);
   if (known) return known;
   const result = parseDbtProject(text);
-  if (lastRead.size >= MAX_READ) lastRead.clear();
-  lastRead.set(text, result);
+  if (parsedManifests.size >= MAX_READ) parsedManifests.clear();
+  parsedManifests.set(text, result);
   return result;
 }
 
 /** At most this many manifests are kept parsed (the texts are the compile's own). */
 const MAX_READ = 4096;
-const lastRead = new Map<string, { project?: DbtProject; problem?: string }>();
+const parsedManifests = new Map<string, { project?: DbtProject; problem?: string }>();
 
 function parseDbtProject(text: string): { project?: DbtProject; problem?: string } {
   let raw: unknown;

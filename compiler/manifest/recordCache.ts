@@ -91,14 +91,19 @@ function isPlainJson(value: unknown): boolean {
  * `Object.prototype` or `Array.prototype` has a `toJSON`, which stringify would call everywhere.
  */
 export function recordKey(record: unknown): string | undefined {
+  return compactKey("", record);
+}
+
+/** The sha256 (hex) of `prefix` and `value`'s compact `JSON.stringify` text, or undefined as {@link recordKey} says. */
+function compactKey(prefix: string, value: unknown): string | undefined {
   if (typeof (Object.prototype as { toJSON?: unknown }).toJSON === "function" || typeof (Array.prototype as { toJSON?: unknown }).toJSON === "function") return undefined;
   let text: string;
   try {
-    text = JSON.stringify(record);
+    text = JSON.stringify(value);
   } catch {
     return undefined;
   }
-  return typeof text === "string" && isPlainJson(record) ? sha256(text) : undefined;
+  return typeof text === "string" && isPlainJson(value) ? sha256(prefix + text) : undefined;
 }
 
 /**
@@ -132,17 +137,10 @@ const ORIGIN_FIELDS = new Set(["schema", "quality", "renamed_from"]);
  */
 export function originKey(record: Record<string, unknown>, origin: DatasetOrigin, fileKey: string): string | undefined {
   if (record.schema !== origin.schema || record.quality !== origin.quality || record.renamed_from !== origin.renamedFrom) return undefined;
-  if (typeof (Object.prototype as { toJSON?: unknown }).toJSON === "function" || typeof (Array.prototype as { toJSON?: unknown }).toJSON === "function") return undefined;
   if (Object.getPrototypeOf(record) !== Object.prototype) return undefined;
   const rest: Record<string, unknown> = {};
   for (const key of Object.keys(record)) if (!ORIGIN_FIELDS.has(key)) rest[key] = record[key];
-  let text: string;
-  try {
-    text = JSON.stringify(rest);
-  } catch {
-    return undefined;
-  }
-  return typeof text === "string" && isPlainJson(rest) ? sha256(`dataset ${fileKey} ${origin.dataset}\n${text}`) : undefined;
+  return compactKey(`dataset ${fileKey} ${origin.dataset}\n`, rest);
 }
 
 /**
