@@ -1,5 +1,5 @@
 import { createDiagnostic, Diagnostics } from "../diagnostics/catalogue.js";
-import type { Diagnostic } from "../diagnostics/diagnostic.js";
+import type { Diagnostic, SourceLocation } from "../diagnostics/diagnostic.js";
 import type { Contract, Dataset, IngestionContract } from "../model/contract.js";
 import { canonicalJson } from "../support/canonical-json.js";
 import { compareStrings } from "../support/compare.js";
@@ -139,8 +139,13 @@ export function buildAssetTable(validated: ValidatedProject, config: Orchestrati
         checkUri(uri, ["datasets", i, "name"], { source, report: (d) => table.templateFindings.push(d) });
         if (table.templateFindings.length > before) return;
       }
-      // A dataset without a uri is located at its name, once for both.
-      const location = source.locate(["datasets", i, "name"]);
+      // Located when first read (a link rule reporting), not per dataset: the locations of every
+      // dataset were a seventh of this function's time, and are read only for a diagnostic.
+      // A dataset without a uri is located at its name, one location for both.
+      let location: SourceLocation | undefined;
+      let uriLocation: SourceLocation | undefined;
+      let schemaVersionLocation: SourceLocation | undefined;
+      const hasUri = dataset.uri !== undefined;
       declare({
         name: `${c.domain}.${dataset.name}`,
         uri,
@@ -150,10 +155,16 @@ export function buildAssetTable(validated: ValidatedProject, config: Orchestrati
         producer: c.id,
         status: c.status ?? "active",
         declaredIn: source.file.path,
-        location,
-        uriLocation: dataset.uri !== undefined ? source.locate(["datasets", i, "uri"]) : location,
+        get location() {
+          return (location ??= source.locate(["datasets", i, "name"]));
+        },
+        get uriLocation() {
+          return hasUri ? (uriLocation ??= source.locate(["datasets", i, "uri"])) : this.location;
+        },
         schemaVersion: dataset.schema.version,
-        schemaVersionLocation: source.locate(["datasets", i, "schema", "version"]),
+        get schemaVersionLocation() {
+          return (schemaVersionLocation ??= source.locate(["datasets", i, "schema", "version"]));
+        },
       });
     });
   }

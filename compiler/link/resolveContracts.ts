@@ -1,3 +1,4 @@
+import type { SourceLocation } from "../diagnostics/diagnostic.js";
 import { runSettingsFor, type OrchestrationConfig } from "./config.js";
 import { extractProducing } from "./assetTable.js";
 import { resolveDeadline } from "./freshness.js";
@@ -25,7 +26,15 @@ export function resolveContracts(table: AssetTable, config: OrchestrationConfig)
       gitBlob: located.source.hashes.gitBlob,
       outlets: c.datasets.map((d) => table.assets.get(`${c.domain}.${d.name}`)).filter((a): a is AssetDeclaration => a?.producer === c.id),
       upstreams: (c.upstreams ?? []).map((u, i) => {
-        const resolved: ResolvedUpstream = { asset: u.asset, trigger: u.trigger !== false, location: located.source.locate(["upstreams", i, "asset"]) };
+        // Located when first read (a link rule reporting it): most upstreams never are.
+        let location: SourceLocation | undefined;
+        const resolved: ResolvedUpstream = {
+          asset: u.asset,
+          trigger: u.trigger !== false,
+          get location() {
+            return (location ??= located.source.locate(["upstreams", i, "asset"]));
+          },
+        };
         if (u.schema_version !== undefined) resolved.schemaVersion = u.schema_version;
         if (u.require !== undefined) resolved.require = u.require;
         return resolved;

@@ -36,10 +36,11 @@ export function buildManifest(
     const producer = a.producer ? byId.get(a.producer) : undefined;
     const datasetIndex = producer ? producer.contract.datasets.findIndex((d) => `${producer.contract.domain}.${d.name}` === a.name) : -1;
     const dataset = datasetIndex >= 0 ? producer!.contract.datasets[datasetIndex] : undefined;
+    const airflowUri = normaliseUri(a.uri);
     const record: ManifestAsset = {
       name: a.name,
       uri: a.uri,
-      ...(normaliseUri(a.uri) !== a.uri ? { airflow_uri: normaliseUri(a.uri) } : {}),
+      ...(airflowUri !== a.uri ? { airflow_uri: airflowUri } : {}),
       group: a.group,
       extra: a.extra,
       external: a.external,

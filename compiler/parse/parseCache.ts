@@ -287,8 +287,12 @@ export function fromPayload(payload: unknown): CachedFile | undefined {
       }
     } else if (d.json === null && "value" in d) value = d.value;
     else return undefined;
-    // Copies, not views: a view would keep the whole entry's bytes alive for the compile.
-    const at = (from: number, length: number): Int32Array => d.ints.slice(from, from + length);
+    // Views of one copy of the three tables: a view of `d.ints` itself would keep the whole
+    // entry's bytes alive for the compile (`v8.deserialize` makes an aligned typed array a view of
+    // its input), unless it already owns its buffer alone. One copy, not three: a backing store
+    // per table was a fifth of this function's time.
+    const tables = d.ints.byteOffset === 0 && d.ints.buffer.byteLength === d.ints.byteLength ? d.ints : d.ints.slice(0, n + i + r);
+    const at = (from: number, length: number): Int32Array => tables.subarray(from, from + length);
     data.document = {
       value,
       index: { nodes: at(0, n), items: at(n, i), ranges: at(n + i, r), keyText: d.keyText },

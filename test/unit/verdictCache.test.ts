@@ -95,15 +95,19 @@ describe("an entry's payload", () => {
   const data = parseData({ path: "contracts/a.yaml", text: "id: a.b\nn: [1, -0, 2.50]\ns: \"\u00e9 \\ud800\"\nm: {z: 1, a: {b: [true, null]}}\n" });
   const entry = { data, verdict: { config: false, diagnostics: [], accepted: "contract" } };
 
-  it("gives back the parse and the verdict exactly, -0 and lone surrogates included, as copies that hold no more than theirs", () => {
+  it("gives back the parse and the verdict exactly, -0 and lone surrogates included, as views of one copy that holds no more than the tables", () => {
     expect(data.document).toBeDefined();
-    const back = fromPayload(v8.deserialize(v8.serialize(toPayload(entry))))!;
+    const serialized = v8.serialize(toPayload(entry));
+    const back = fromPayload(v8.deserialize(serialized))!;
     expect(back).toEqual(entry);
     expect(Object.is((back.data.document!.value as { n: number[] }).n[1], -0)).toBe(true);
-    for (const table of [back.data.document!.index.nodes, back.data.document!.index.items, back.data.document!.index.ranges]) {
-      expect(table).toBeInstanceOf(Int32Array);
-      expect(table.buffer.byteLength).toBe(table.byteLength);
-    }
+    const { nodes, items, ranges } = back.data.document!.index;
+    for (const table of [nodes, items, ranges]) expect(table).toBeInstanceOf(Int32Array);
+    // One backing store for the three (not one each), of just their bytes: not the entry's.
+    expect(items.buffer).toBe(nodes.buffer);
+    expect(ranges.buffer).toBe(nodes.buffer);
+    expect(nodes.buffer.byteLength).toBe(nodes.byteLength + items.byteLength + ranges.byteLength);
+    expect(nodes.buffer.byteLength).toBeLessThan(serialized.byteLength);
     // Without a -0 the value is kept as its JSON text, and read back the same.
     const plain = parseData({ path: "contracts/b.yaml", text: "id: a.c\nv: [0, 1.5, \"x\"]\n" });
     const payload = toPayload({ data: plain, verdict: null });
