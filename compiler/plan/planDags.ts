@@ -20,10 +20,25 @@ export function conditionOf(contract: Contract, triggering: readonly string[]): 
   const spec = contract.trigger?.assets ?? "all";
   if (typeof spec === "string") {
     if (triggering.length === 1) return { asset: triggering[0]! };
-    const leaves = triggering.map((asset) => ({ asset }));
-    return canonicalCondition(spec === "all" ? { all: leaves } : { any: leaves });
+    return spec === "all" ? { all: canonicalLeaves(triggering) } : { any: canonicalLeaves(triggering) };
   }
   return canonicalCondition(conditionNode(spec));
+}
+
+/**
+ * `{ asset }` leaves of `names` in the order {@link canonicalCondition} gives the members of a group
+ * of leaves, each name once: by the JSON text of the name, compared by code unit. The members'
+ * texts there are `{"asset":` + that text + `}`, the same prefix and suffix around each, and one
+ * JSON string literal is never a proper prefix of another (its closing quote is its first
+ * unescaped quote), so the texts compare as the names' texts do, and are equal when the names are.
+ */
+function canonicalLeaves(names: readonly string[]): ConditionNode[] {
+  const keyed = names.map((asset) => ({ asset, key: JSON.stringify(asset) }));
+  // Sort for determinism: the members of an all/any are a set to Airflow.
+  keyed.sort((a, b) => compareStrings(a.key, b.key));
+  const leaves: ConditionNode[] = [];
+  for (let i = 0; i < keyed.length; i++) if (i === 0 || keyed[i]!.key !== keyed[i - 1]!.key) leaves.push({ asset: keyed[i]!.asset });
+  return leaves;
 }
 
 /**

@@ -15,6 +15,17 @@ export const MAX_DURATION_SECONDS = 10 * 365 * 86400;
  *   when the text is not a duration of that form or is outside the bounds.
  */
 export function parseDurationSeconds(text: string): number | undefined {
+  if (durations.has(text)) return durations.get(text);
+  const seconds = readDuration(text);
+  if (durations.size < 10_000) durations.set(text, seconds);
+  return seconds;
+}
+
+// Pure, and a project repeats a few durations thousands of times (link, plan and the freshness
+// monitor each read every contract's), so each text is read once per process.
+const durations = new Map<string, number | undefined>();
+
+function readDuration(text: string): number | undefined {
   const m = /^P(?:(\d+)W)?(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$/.exec(text);
   if (!m || text === "P" || text.endsWith("T")) return undefined;
   const [, w, d, h, min, s] = m;

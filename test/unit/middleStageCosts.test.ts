@@ -2,9 +2,11 @@ import { describe, expect, it, vi } from "vitest";
 import { buildAssetTable } from "../../compiler/link/assetTable.js";
 import { mergeConfigs } from "../../compiler/link/config.js";
 import { resolveContracts } from "../../compiler/link/resolveContracts.js";
+import { canonicalCondition } from "../../compiler/model/conditions.js";
 import type { Contract } from "../../compiler/model/contract.js";
 import { parseDocument } from "../../compiler/parse/parseContracts.js";
-import { qualityNames } from "../../compiler/plan/planDags.js";
+import { conditionOf, qualityNames } from "../../compiler/plan/planDags.js";
+import { parseDurationSeconds } from "../../compiler/support/duration.js";
 import type { Located, ValidatedProject } from "../../compiler/validate/validateDocuments.js";
 
 /** The names qualityNames gave before it was written as loops: the reference it must agree with. */
@@ -105,5 +107,44 @@ describe("link locations", () => {
     expect(orders.location).toBe(orders.location);
     expect(raw!.location).toBe(raw!.location);
     expect(asked()).toBe(made);
+  });
+});
+
+describe("conditionOf of a trigger by name (all or any of the triggering upstreams)", () => {
+  it("is canonicalCondition of the leaves: the same order and the same names once, quotes, escapes and prefixes included", () => {
+    // Names whose JSON texts sort otherwise than the names (a quote, a backslash, a control
+    // character, a line separator), prefixes of one another, and names outside the BMP.
+    const alphabet = ["a", "ab", "a.b", "a b", 'a"', "a\\", "a\u0001", "a\u2028", "\u00e9", "\ud83d\ude00", "\uffff", "A", "b"];
+    let seed = 7;
+    const next = (n: number): number => ((seed = (seed * 1103515245 + 12345) % 2147483648), seed % n);
+    for (let round = 0; round < 400; round++) {
+      const names = Array.from({ length: 2 + next(6) }, () => alphabet[next(alphabet.length)]!);
+      for (const spec of ["all", "any"] as const) {
+        const contract = { trigger: { assets: spec } } as unknown as Contract;
+        const leaves = names.map((asset) => ({ asset }));
+        expect(conditionOf(contract, names), JSON.stringify(names)).toEqual(canonicalCondition(spec === "all" ? { all: leaves } : { any: leaves }));
+      }
+    }
+    expect(conditionOf({ trigger: { assets: "any" } } as unknown as Contract, ["b", 'a"', "a", "b"])).toEqual({ any: [{ asset: "a" }, { asset: 'a"' }, { asset: "b" }] });
+  });
+});
+
+describe("parseDurationSeconds, read once per text", () => {
+  it("gives each text its own answer, asked in any order and again", () => {
+    const cases: Array<[string, number | undefined]> = [
+      ["PT1H", 3600],
+      ["PT1H ", undefined],
+      ["pt1h", undefined],
+      ["P1DT2H30M", 95400],
+      ["P2W", 1209600],
+      ["PT0.0005S", undefined],
+      ["PT1.5S", 1.5],
+      ["P", undefined],
+      ["PT", undefined],
+      ["P3651D", undefined],
+    ];
+    for (let round = 0; round < 3; round++) {
+      for (const [text, seconds] of round === 1 ? [...cases].reverse() : cases) expect(parseDurationSeconds(text), text).toBe(seconds);
+    }
   });
 });
