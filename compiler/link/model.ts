@@ -20,6 +20,11 @@ export interface AssetDeclaration {
   status: Status;
   /** Project-relative path of the declaring document. */
   declaredIn: string;
+  /**
+   * Where the Asset is declared, and its uri (its name, for a dataset without one). A produced
+   * dataset's three locations are getters that locate when first read, once: only a link rule
+   * reporting reads them (`buildAssetTable`).
+   */
   location: SourceLocation;
   uriLocation: SourceLocation;
   /** Schema version of a produced dataset (or of an ingestion source, when declared). */
@@ -35,6 +40,7 @@ export interface ResolvedUpstream {
   trigger: boolean;
   schemaVersion?: number;
   require?: "passed";
+  /** The upstream's `asset` in its contract: a getter that locates when first read, once (only a rule reporting reads it). */
   location: SourceLocation;
 }
 
