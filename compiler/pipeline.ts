@@ -259,9 +259,13 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
     ? openRecordCache({ name: COMPILER_NAME, version: COMPILER_VERSION }, readCacheEntries(layout.root, MANIFEST_CACHE_FOLDER, [RECORD_INDEX_KEY]), () => discovered.value.outputManifestBytes?.(), parseCache.keys)
     : undefined;
   const { manifest, manifestText, manifestDiagnostics } = boxedManifest(() => buildManifest(linked.value, graph.value, plans.value, planFreshnessMonitor(linked.value), records?.texts));
-  // The text's bytes, for the write to stage in a thread (ADR 0017w); only a write needs them.
-  const manifestBytes: { bytes?: Uint8Array } = { ...(options.write === "write" && options.render !== false ? { bytes: records?.take() } : {}) };
-  if (manifestBytes.bytes === undefined) records?.take();
+  // The text's bytes go to the write, which hashes them for the index (only a write needs it) and,
+  // in a warm compile (records were reused: the record index and the last manifest were there),
+  // stages and hashes them in a thread (ADR 0017w); they are not held otherwise.
+  // In a box, as the text is: no local of this function holds them past the write.
+  const manifestBytes: { bytes?: Uint8Array } = { bytes: records?.take() };
+  if (options.write !== "write") delete manifestBytes.bytes;
+  const stagesInThread = records !== undefined && records.counts.reused > 0;
   diagnostics.push(...plans.diagnostics, ...manifestDiagnostics, ...(records?.notes ?? []));
   result.manifest = manifest;
   // Read against the new manifest: the same text is the same state (this compiler wrote it, so it
@@ -294,7 +298,7 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
     // without a write, or when asked for (`keepFiles`).
     // The manifest found holding the new text is not compared again (ADR 0017g).
     const write = options.write
-      ? openWrite(layout, { check: options.write === "check", ...result.writeScope, ...(previousHolding !== undefined ? { known: knownText(previousHolding, manifestText) } : {}) })
+      ? openWrite(layout, { check: options.write === "check", ...result.writeScope, ...(previousHolding !== undefined ? { known: knownText(previousHolding, manifestText) } : {}), ...(stagesInThread ? {} : { thread: { script: null } }) })
       : undefined;
     const files: FileMap | undefined = !write || options.keepFiles ? new Map() : undefined;
     const manifestPath = `${layout.outDir}/manifest.json`;

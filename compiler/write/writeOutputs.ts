@@ -237,7 +237,8 @@ export interface OutputWrite {
   add(relative: string, text: string, bytes?: Uint8Array): void;
   /**
    * The sha256 (hex) of the bytes of a file {@link add}ed with `bytes` (made by the staging thread,
-   * else here), or undefined for a file added without them. After {@link finish}.
+   * else here), or undefined for a file added without them, with `check`, or not staged (a
+   * blocked path, a failure). After {@link finish}.
    */
   digestOf(relative: string): string | undefined;
   /**
@@ -284,8 +285,9 @@ export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputW
   let ended = false;
   // The file a thread is staging (ADR 0017w), with its text to stage here if the thread gives nothing.
   let staging: { thread: StagingThread; relative: string; temp: string; text: string } | undefined;
-  // The sha256 of each file added with its bytes, or what to make it of.
-  const digests = new Map<string, string | Uint8Array | { text: string }>();
+  // The sha256 of each file added with its bytes (`digestOf`).
+  const digests = new Map<string, string>();
+  const sha256 = (data: Uint8Array | string): string => createHash("sha256").update(data).digest("hex");
   const unstage = (): void => {
     settle();
     for (const s of staged) removeTemporary(s.temp);
@@ -346,7 +348,7 @@ export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputW
     staging = undefined;
     const done = thread.wait();
     if (done && "sha256" in done) return void digests.set(relative, done.sha256);
-    digests.set(relative, { text });
+    digests.set(relative, sha256(text));
     if (done) return stop(createDiagnostic(Diagnostics.WriteFailed, { path: relative, reason: done.failed }, at(relative)));
     if (stopped) return;
     try {
@@ -378,11 +380,10 @@ export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputW
         const length = bytes.byteLength;
         const started = !staging && startStagingThread(temp, bytes, thread);
         if (started) return void (staging = { thread: started, relative, temp, text });
-        if (bytes.byteLength === length) writeBytes(temp, bytes);
-        else {
-          digests.set(relative, { text });
-          writeText(temp, text);
-        }
+        const intact = bytes.byteLength === length;
+        digests.set(relative, sha256(intact ? bytes : text));
+        if (intact) writeBytes(temp, bytes);
+        else writeText(temp, text);
       } else writeText(temp, text);
     } catch (error) {
       stop(createDiagnostic(Diagnostics.WriteFailed, { path: relative, reason: reason(error) }, at(relative)));
@@ -392,20 +393,18 @@ export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputW
     add(relative, text, bytes) {
       if (ended) throw new Error("openWrite: add after the write ended");
       rendered.add(relative);
-      if (bytes) digests.set(relative, bytes);
       const holds = holdsText(layout, relative, text, known, absent);
       known.delete(relative);
-      if (holds) return void unchanged.push(relative);
+      if (holds) {
+        if (bytes) digests.set(relative, sha256(bytes));
+        return void unchanged.push(relative);
+      }
       changed.push(relative);
       if (check) compiled.set(relative, text);
       else stage(relative, text, bytes);
     },
     digestOf(relative) {
-      const of = digests.get(relative);
-      if (of === undefined || typeof of === "string") return of;
-      const digest = createHash("sha256").update("text" in of ? of.text : of).digest("hex");
-      digests.set(relative, digest);
-      return digest;
+      return digests.get(relative);
     },
     holdsDigest(relative, digest, stamp) {
       if (ended) throw new Error("openWrite: holdsDigest after the write ended");
