@@ -6,8 +6,10 @@ import { pathToFileURL } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { defaultLayout, discoverProject } from "../../compiler/discover/discoverProject.js";
 import { READ_AHEAD_MIN_BYTES, startManifestReadAhead } from "../../compiler/discover/manifestReadAhead.js";
+import { RECORD_INDEX_PATH } from "../../compiler/manifest/recordCache.js";
+import { STAGE_THREAD_MIN_BYTES } from "../../compiler/write/stageThread.js";
 import { openWrite, type WriteOptions } from "../../compiler/write/writeOutputs.js";
-import { snapshot, tree } from "./helpers.js";
+import { compileRoot, corpusCopies, snapshot, tree } from "./helpers.js";
 
 // The manifest's bytes go through a thread of their own (ADR 0017w): the write stages and hashes
 // them in one, discover reads and hashes the previous manifest in another. What is written, the
@@ -175,5 +177,33 @@ describe("discover's read-ahead of the output folder's manifest", () => {
     const here = discoverProject(defaultLayout(dir), { readAheadWith: "cache/missing.bin" }).value.outputManifestBytes!()!;
     expect(here.sha256).toBeUndefined();
     expect(here.bytes.equals(ahead.bytes)).toBe(true);
+  });
+});
+
+describe("a warm compile of a manifest large enough for the threads", () => {
+  // 2,000 contracts: a manifest of about 18 MB, over both threads' least size.
+  const copyCorpus = corpusCopies("ca-threads", 2000, 20261202);
+
+  it("writes the bytes a cold compile writes, and an index whose digest is the file's sha256", { timeout: 240_000 }, () => {
+    const warm = copyCorpus();
+    const cold = copyCorpus();
+    roots.push(warm, cold);
+    expect(compileRoot(warm, { cache: true }).diagnostics.filter((d) => d.severity === "error")).toEqual([]);
+    const manifest = path.join(warm, "generated/manifest.json");
+    expect(fs.statSync(manifest).size).toBeGreaterThan(Math.max(READ_AHEAD_MIN_BYTES, STAGE_THREAD_MIN_BYTES));
+    for (const dir of [warm, cold]) {
+      const file = path.join(dir, "contracts", fs.readdirSync(path.join(dir, "contracts"))[0]!);
+      const first = path.join(file, fs.readdirSync(file).sort()[0]!);
+      fs.writeFileSync(first, fs.readFileSync(first, "utf8").replace('description: "', 'description: "edited '));
+    }
+    const result = compileRoot(warm, { cache: true });
+    expect(result.cache?.records?.reused).toBeGreaterThan(0);
+    expect(result.written?.written).toContain("generated/manifest.json");
+    compileRoot(cold);
+    expect(snapshot(path.join(warm, "generated"))).toEqual(snapshot(path.join(cold, "generated")));
+    expect(tree(warm).filter((f) => f.includes(".tmp-"))).toEqual([]);
+    // The index names the sha256 of the file the thread wrote.
+    const index = fs.readFileSync(path.join(warm, RECORD_INDEX_PATH));
+    expect(index.includes(Buffer.from(sha256(fs.readFileSync(manifest))))).toBe(true);
   });
 });
