@@ -313,6 +313,8 @@ function discoverPreviousState(layout: ProjectLayout, options: DiscoverOptions, 
     holds = { path: ownPath, text: (text) => fileHoldsText(path.join(layout.root, ownPath), text) };
     readFile = () => {
       const problems: Diagnostic[] = [];
+      // A read-ahead the record cache did not take (its index was foreign or damaged) is this read.
+      if (!early && ahead) outputManifestBytes();
       const file = readManifestFile(layout.root, ownPath, problems, early);
       return { ...(file ? { file } : {}), diagnostics: problems };
     };

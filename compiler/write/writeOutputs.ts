@@ -348,9 +348,9 @@ export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputW
     staging = undefined;
     const done = thread.wait();
     if (done && "sha256" in done) return void digests.set(relative, done.sha256);
-    digests.set(relative, sha256(text));
     if (done) return stop(createDiagnostic(Diagnostics.WriteFailed, { path: relative, reason: done.failed }, at(relative)));
     if (stopped) return;
+    digests.set(relative, sha256(text));
     try {
       removeTemporary(temp);
       writeText(temp, text);
