@@ -8,7 +8,7 @@ import { breakingDiagnostics, diffManifests, type ManifestDiff } from "./diff/di
 import { buildGraph, type AssetGraph } from "./graph/buildGraph.js";
 import { linkProject, type LinkedProject } from "./link/linkProject.js";
 import { buildManifest, type Manifest } from "./manifest/buildManifest.js";
-import { MANIFEST_CACHE_FOLDER, openRecordCache, RECORD_INDEX_KEY } from "./manifest/recordCache.js";
+import { MANIFEST_CACHE_FOLDER, openRecordCache, RECORD_INDEX_KEY, RECORD_INDEX_PATH } from "./manifest/recordCache.js";
 import { MANIFEST_VERSION } from "./model/manifest.js";
 import { isOdcsDocument } from "./model/odcs.js";
 import { referencedPaths } from "./model/references.js";
@@ -137,6 +137,9 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
     ...(options.force ? { force: true } : {}),
     ...(options.write === "write" ? { writes: true } : {}),
     ...(options.overlay ? { overlay: options.overlay } : {}),
+    // With the cache, the output folder's manifest is read and hashed in a thread from the start
+    // when the record index is there to use it (ADR 0017w).
+    ...(options.cache ? { readAheadWith: RECORD_INDEX_PATH } : {}),
   });
   if (options.reorder) {
     discovered.value.contracts = options.reorder(discovered.value.contracts);
@@ -256,6 +259,13 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
     ? openRecordCache({ name: COMPILER_NAME, version: COMPILER_VERSION }, readCacheEntries(layout.root, MANIFEST_CACHE_FOLDER, [RECORD_INDEX_KEY]), () => discovered.value.outputManifestBytes?.(), parseCache.keys)
     : undefined;
   const { manifest, manifestText, manifestDiagnostics } = boxedManifest(() => buildManifest(linked.value, graph.value, plans.value, planFreshnessMonitor(linked.value), records?.texts));
+  // The text's bytes go to the write, which hashes them for the index (only a write needs it) and,
+  // in a warm compile (records were reused: the record index and the last manifest were there),
+  // stages and hashes them in a thread (ADR 0017w); they are not held otherwise.
+  // In a box, as the text is: no local of this function holds them past the write.
+  const manifestBytes: { bytes?: Uint8Array } = { bytes: records?.take() };
+  if (options.write !== "write") delete manifestBytes.bytes;
+  const stagesInThread = records !== undefined && records.counts.reused > 0;
   diagnostics.push(...plans.diagnostics, ...manifestDiagnostics, ...(records?.notes ?? []));
   result.manifest = manifest;
   // Read against the new manifest: the same text is the same state (this compiler wrote it, so it
@@ -288,12 +298,16 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
     // without a write, or when asked for (`keepFiles`).
     // The manifest found holding the new text is not compared again (ADR 0017g).
     const write = options.write
-      ? openWrite(layout, { check: options.write === "check", ...result.writeScope, ...(previousHolding !== undefined ? { known: knownText(previousHolding, manifestText) } : {}) })
+      ? openWrite(layout, { check: options.write === "check", ...result.writeScope, ...(previousHolding !== undefined ? { known: knownText(previousHolding, manifestText) } : {}), ...(stagesInThread ? {} : { thread: { script: null } }) })
       : undefined;
     const files: FileMap | undefined = !write || options.keepFiles ? new Map() : undefined;
+    const manifestPath = `${layout.outDir}/manifest.json`;
     const emit = (relative: string, text: string): void => {
       files?.set(relative, text);
-      write?.add(relative, text);
+      // The manifest's bytes go to the write (it takes them over) with its text.
+      const bytes = relative === manifestPath ? manifestBytes.bytes : undefined;
+      delete manifestBytes.bytes;
+      write?.add(relative, text, bytes);
     };
     // With the cache, a DAG module whose inputs are the index's and whose file holds the index's
     // hash is neither rendered nor compared (ADR 0017n), keyed by the manifest's record keys (ADR 0017r).
@@ -320,7 +334,7 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
         result.written = written.value;
         // The index describes the manifest file only once the file holds the new text (not after --check).
         if (records && options.write === "write" && !hasErrors(written.diagnostics)) {
-          diagnostics.push(...writeCacheEntries(layout.root, CACHE_FOLDER, MANIFEST_CACHE_FOLDER, new Map([[RECORD_INDEX_KEY, records.encode()]]), new Set(), Diagnostics.RecordIndexNotWritten).diagnostics);
+          diagnostics.push(...writeCacheEntries(layout.root, CACHE_FOLDER, MANIFEST_CACHE_FOLDER, new Map([[RECORD_INDEX_KEY, records.encode(write.digestOf(manifestPath))]]), new Set(), Diagnostics.RecordIndexNotWritten).diagnostics);
         }
       }
     }

@@ -9,7 +9,8 @@ import { compareStrings } from "../support/compare.js";
 import { relativePosix, staysInside, toPosix } from "../support/paths.js";
 import { utf8Chunks } from "../support/utf8.js";
 import { AsciiText, readPreviousManifest, wholeText, type ManifestText, type RecordPlaces } from "./readManifest.js";
-import { readRegularFile } from "./regularFile.js";
+import { startManifestReadAhead, type ManifestReadAhead } from "./manifestReadAhead.js";
+import { readRegularFile, type RegularFileRead } from "./regularFile.js";
 
 /** Largest contract or config file read, in bytes; a larger one is CA1002 (guards memory and time). */
 export const MAX_FILE_BYTES = 1024 * 1024;
@@ -64,9 +65,10 @@ export interface DiscoveredProject {
    * or undefined when there is none or it cannot be read (CA1001 and CA1002 are `checkPrevious`'s
    * to report): for the manifest stage's record cache (ADR 0017p), before the manifest is built.
    * With the output folder's manifest as the previous state, `checkPrevious` reads those bytes
-   * rather than the file again, and lets them go.
+   * rather than the file again, and lets them go. `sha256` (hex) of the bytes when the read-ahead
+   * thread hashed them (`DiscoverOptions.readAheadWith`, ADR 0017w).
    */
-  outputManifestBytes?: () => Buffer | undefined;
+  outputManifestBytes?: () => { bytes: Buffer; sha256?: string } | undefined;
 }
 
 /** The default layout of DESIGN §4 under a root. */
@@ -142,7 +144,11 @@ function readManifestFile(root: string, relative: string, diagnostics: Diagnosti
  * is undefined without a diagnostic (a file that may not be there).
  */
 function readBytes(root: string, relative: string, diagnostics: Diagnostic[], limit: number, orNone = false): Buffer | undefined {
-  const read = readRegularFile(path.join(root, relative), { limit, follow: true });
+  return bytesOf(readRegularFile(path.join(root, relative), { limit, follow: true }), relative, diagnostics, limit, orNone);
+}
+
+/** {@link readBytes} of a read already made (by the calling thread or the manifest's read-ahead thread). */
+function bytesOf(read: RegularFileRead, relative: string, diagnostics: Diagnostic[], limit: number, orNone: boolean): Buffer | undefined {
   if ("bytes" in read) return read.bytes;
   if (orNone && read.reason === "missing") return undefined;
   const at = { file: relative, line: 1, column: 1 };
@@ -256,24 +262,43 @@ export interface DiscoverOptions {
    * (`drift apply`) is compiled before anything is written.
    */
   overlay?: ReadonlyMap<string, string>;
+  /**
+   * The record cache's index (project-relative), with the incremental cache on: when it and the
+   * output folder's manifest (of at least `READ_AHEAD_MIN_BYTES`) exist, the manifest is read and
+   * hashed in a thread started before the project's files are read, for `outputManifestBytes`
+   * (ADR 0017w). Without it, or without either file, it is read in the calling thread when asked.
+   */
+  readAheadWith?: string;
 }
 
 /**
  * The previous manifest, read and checked: CA1002/CA1005 when the file cannot be read as text,
  * CA7002 when a Git ref has none, CA1101 when it is damaged. Never an empty stand-in.
  */
-function discoverPreviousState(layout: ProjectLayout, options: DiscoverOptions, diagnostics: Diagnostic[]): Pick<DiscoveredProject, "checkPrevious" | "firstCompile" | "outputManifestBytes"> {
+/** The output folder's manifest, project-relative. */
+const outputManifestPath = (layout: ProjectLayout): string => toPosix(path.join(layout.outDir, "manifest.json"));
+
+/** The read-ahead of the output folder's manifest that `options.readAheadWith` asks for, when its files exist (ADR 0017w). */
+function startReadAhead(layout: ProjectLayout, options: DiscoverOptions): ManifestReadAhead | undefined {
+  if (options.readAheadWith === undefined || !fs.existsSync(path.join(layout.root, options.readAheadWith))) return undefined;
+  return startManifestReadAhead(path.join(layout.root, outputManifestPath(layout)), MAX_MANIFEST_BYTES);
+}
+
+function discoverPreviousState(layout: ProjectLayout, options: DiscoverOptions, diagnostics: Diagnostic[], ahead?: ManifestReadAhead): Pick<DiscoveredProject, "checkPrevious" | "firstCompile" | "outputManifestBytes"> {
   const previous = options.previous ?? "output";
-  const ownPath = toPosix(path.join(layout.outDir, "manifest.json"));
+  const ownPath = outputManifestPath(layout);
   // The output folder's manifest read early (`outputManifestBytes`), until the previous state takes it.
   let early: { bytes?: Buffer; diagnostics: Diagnostic[] } | undefined;
-  const outputManifestBytes = (): Buffer | undefined => {
-    if (early) return early.bytes;
+  const outputManifestBytes = (): { bytes: Buffer; sha256?: string } | undefined => {
+    if (early) return early.bytes && { bytes: early.bytes };
     const problems: Diagnostic[] = [];
-    const bytes = readBytes(layout.root, ownPath, problems, MAX_MANIFEST_BYTES, true);
+    // The read-ahead thread's read when it gave one (the same read as here), else read now.
+    const read = ahead?.take();
+    ahead = undefined;
+    const bytes = read ? bytesOf("refused" in read ? read.refused : read, ownPath, problems, MAX_MANIFEST_BYTES, true) : readBytes(layout.root, ownPath, problems, MAX_MANIFEST_BYTES, true);
     // Kept only for the previous state that reads this very file; otherwise the caller's alone.
     if (previous === "output") early = { ...(bytes ? { bytes } : {}), diagnostics: problems };
-    return bytes;
+    return bytes && { bytes, ...(read && "sha256" in read ? { sha256: read.sha256 } : {}) };
   };
   if (previous === "none") return { outputManifestBytes };
   const found: Diagnostic[] = [];
@@ -288,6 +313,8 @@ function discoverPreviousState(layout: ProjectLayout, options: DiscoverOptions, 
     holds = { path: ownPath, text: (text) => fileHoldsText(path.join(layout.root, ownPath), text) };
     readFile = () => {
       const problems: Diagnostic[] = [];
+      // A read-ahead the record cache did not take (its index was foreign or damaged) is this read.
+      if (!early && ahead) outputManifestBytes();
       const file = readManifestFile(layout.root, ownPath, problems, early);
       return { ...(file ? { file } : {}), diagnostics: problems };
     };
@@ -355,6 +382,8 @@ export function discoverProject(layout: ProjectLayout, options: DiscoverOptions 
       })
       .filter((f): f is SourceFile => f !== undefined);
 
+  // Started first, so the thread reads while the project's files are read here.
+  const ahead = startReadAhead(layout, options);
   const contractPaths = listYamlFiles(layout.root, layout.contractsDir, diagnostics);
   if (contractPaths.length === 0) {
     diagnostics.push(
@@ -365,7 +394,7 @@ export function discoverProject(layout: ProjectLayout, options: DiscoverOptions 
   if (configPaths.length === 0) {
     diagnostics.push(createDiagnostic(Diagnostics.NoOrchestrationConfig, { folder: layout.configDir }, undefined));
   }
-  const value: DiscoveredProject = { contractPaths, contracts: read(contractPaths), configs: read(configPaths), ...discoverPreviousState(layout, options, diagnostics) };
+  const value: DiscoveredProject = { contractPaths, contracts: read(contractPaths), configs: read(configPaths), ...discoverPreviousState(layout, options, diagnostics, ahead) };
   return { value, diagnostics };
 }
 

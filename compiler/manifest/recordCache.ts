@@ -207,8 +207,19 @@ export interface RecordCache {
   texts: ManifestRecordTexts;
   /** Records whose text was taken from the previous manifest, and records written out. */
   counts: { reused: number; made: number };
-  /** The new index's bytes: the sha256 of the text `texts.finished` was handed, and its records' keys and places. Write it once the file holds that text. */
-  encode(): Uint8Array;
+  /**
+   * The bytes of the text `texts.finished` was handed (a buffer of their own: the manifest's
+   * ASCII text, its UTF-8 bytes), handed on once, to whoever puts them on the disk (the write's
+   * staging thread takes them over, ADR 0017w): the cache no longer holds them, and
+   * {@link encode} must be told their sha256. Undefined before the text is finished, or once taken.
+   */
+  take(): Uint8Array | undefined;
+  /**
+   * The new index's bytes: `sha256` (hex), that of the text `texts.finished` was handed (made
+   * here from the bytes unless they were taken: then it must be given, else this throws), and
+   * its records' keys and places. Write it once the file holds that text.
+   */
+  encode(sha256?: string): Uint8Array;
   /**
    * Where the records lie in the previous text (the bytes `previous` gave, checked against the
    * index) and in the text just made, and which previous record each reused one is: for reading
@@ -227,7 +238,8 @@ export interface RecordCache {
 /**
  * One compile's record cache: the index discover read (`read`, of {@link RECORD_INDEX_KEY} in
  * {@link MANIFEST_CACHE_FOLDER}) and `previous`, discover's reader of the output folder's manifest
- * bytes (undefined when there is none or it cannot be read), called only when the index is usable.
+ * bytes (undefined when there is none or it cannot be read), with their sha256 (hex) when discover's
+ * read-ahead thread made it (ADR 0017w; else it is made here), called only when the index is usable.
  * A record is taken from those bytes only when they hash to the index's sha256 and its key is the
  * index's; a damaged, foreign or unreadable index is one CA1952 note and gives nothing; a manifest
  * that is not the one indexed (changed, edited by hand, missing) gives nothing, without a note.
@@ -238,7 +250,7 @@ export interface RecordCache {
 export function openRecordCache(
   compiler: { name: string; version: string },
   read: CacheEntriesRead,
-  previous: () => Uint8Array | undefined,
+  previous: () => { bytes: Uint8Array; sha256?: string } | undefined,
   fileKeys: ReadonlyMap<string, string> = new Map(),
 ): RecordCache {
   const writer = recordCacheWriter(compiler.name, compiler.version);
@@ -249,8 +261,9 @@ export function openRecordCache(
   const stored = new Map<string, number>();
   let bytes: Buffer | undefined;
   if (found && !("problem" in found)) {
-    const file = previous();
-    if (file && createHash("sha256").update(file).digest("hex") === found.digest && found.spans.every((offset) => offset <= file.byteLength)) {
+    const read = previous();
+    const file = read?.bytes;
+    if (file && (read.sha256 ?? createHash("sha256").update(file).digest("hex")) === found.digest && found.spans.every((offset) => offset <= file.byteLength)) {
       bytes = Buffer.from(file.buffer, file.byteOffset, file.byteLength);
       found.keys.forEach((key, i) => stored.set(key, i));
     }
@@ -274,7 +287,9 @@ export function openRecordCache(
   // Every record's key, by array and index (`keys` of the cache).
   const keyed = { assets: [] as Array<string | undefined>, dags: [] as Array<string | undefined> };
   const counts = { reused: 0, made: 0 };
-  let digest = "";
+  // The new text's bytes (`finished`), until hashed or handed on (`take`).
+  let made: Uint8Array | undefined;
+  let handed = false;
   return {
     notes,
     counts,
@@ -316,12 +331,21 @@ export function openRecordCache(
         bytes = undefined;
         stored.clear();
         origins.clear();
-        // The text's bytes are the ones the write puts on the disk (ASCII: UTF-8 is the same).
-        digest = createHash("sha256").update(text).digest("hex");
+        // The text's bytes are the ones the write puts on the disk (ASCII: UTF-8 is the same),
+        // hashed when the index is encoded unless they were handed on (`take`).
+        made = text;
       },
     },
     keys: keyed,
-    encode() {
+    take() {
+      const text = made;
+      made = undefined;
+      handed = text !== undefined;
+      return text;
+    },
+    encode(sha256) {
+      if (sha256 === undefined && handed) throw new Error("openRecordCache: the text's bytes were taken, and encode was not told their sha256");
+      const digest = sha256 ?? createHash("sha256").update(made ?? new Uint8Array(0)).digest("hex");
       const payload: IndexPayload = { digest, keys, spans: Uint32Array.from(places), counts: current.map((c) => c.keyed), totals: current.map((c) => c.places.length / 2) };
       return encodeCacheEntry(RECORD_INDEX_KEY, writer, payload);
     },

@@ -10,6 +10,7 @@ import { GENERATED_HEADER_PREFIX, type FileMap } from "../render/renderModules.j
 import { compareStrings } from "../support/compare.js";
 import { sameStamp, stampOf, type FileStamp } from "../support/fileStamp.js";
 import { utf8Chunks } from "../support/utf8.js";
+import { startStagingThread, type StageThreadOptions, type StagingThread } from "./stageThread.js";
 
 /** What writing (or checking) did, by project-relative path, each list sorted. */
 export interface WriteReport {
@@ -77,6 +78,16 @@ function writeText(absolute: string, text: string): void {
     for (const chunk of utf8Chunks(text)) {
       for (let done = 0; done < chunk.length; ) done += fs.writeSync(fd, chunk, done, chunk.length - done);
     }
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** Writes `bytes` (a text's UTF-8 bytes, as {@link writeText} would write them) into a new file. */
+function writeBytes(absolute: string, bytes: Uint8Array): void {
+  const fd = fs.openSync(absolute, "w");
+  try {
+    for (let done = 0; done < bytes.length; ) done += fs.writeSync(fd, bytes, done, bytes.length - done);
   } finally {
     fs.closeSync(fd);
   }
@@ -216,8 +227,20 @@ function pathBlocker(relative: string, lstat: (partial: string) => fs.Stats | un
  * has changed unless `finish` reached its renames.
  */
 export interface OutputWrite {
-  /** Offers one rendered file (a project-relative path, each once); the text is not kept unless it must be written by `check`. */
-  add(relative: string, text: string): void;
+  /**
+   * Offers one rendered file (a project-relative path, each once); the text is not kept unless it
+   * must be written by `check`. `bytes`: the text's UTF-8 bytes when the caller has them (the
+   * manifest's, ADR 0017w), a buffer the write takes over: a large changed file's are staged, and
+   * hashed, by a thread while the caller goes on ({@link digestOf}); the caller must not use them
+   * after. The text is then kept until the thread is done, to stage it here if the thread gives nothing.
+   */
+  add(relative: string, text: string, bytes?: Uint8Array): void;
+  /**
+   * The sha256 (hex) of the bytes of a file {@link add}ed with `bytes` (made by the staging thread,
+   * else here), or undefined for a file added without them, with `check`, or not staged (a
+   * blocked path, a failure). After {@link finish}.
+   */
+  digestOf(relative: string): string | undefined;
   /**
    * Whether the file at `relative` is a regular file whose bytes have the sha256 `digest` (the
    * incremental cache's hash of what its render gives, ADR 0017n). If so it is taken as added and
@@ -238,7 +261,7 @@ export interface OutputWrite {
  * deleted once its file is added, so a known text (the manifest's, as large as its file) is not
  * held to the end of the write by the map.
  */
-export type WriteOptions = { check: boolean; known?: Map<string, string> } & WriteScope;
+export type WriteOptions = { check: boolean; known?: Map<string, string>; thread?: StageThreadOptions } & WriteScope;
 
 /**
  * Opens a write of `layout.outDir` (see {@link OutputWrite}). Nothing is touched until a changed
@@ -247,7 +270,7 @@ export type WriteOptions = { check: boolean; known?: Map<string, string> } & Wri
  * compared, so the report says the same as a comparison of every file.
  */
 export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputWrite {
-  const { check, known = new Map<string, string>(), ...scope } = options;
+  const { check, known = new Map<string, string>(), thread, ...scope } = options;
   const diagnostics: Diagnostic[] = [];
   const unchanged: string[] = [];
   const changed: string[] = [];
@@ -260,7 +283,13 @@ export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputW
   const readyFolders = new Set<string>();
   let stopped = false;
   let ended = false;
+  // The file a thread is staging (ADR 0017w), with its text to stage here if the thread gives nothing.
+  let staging: { thread: StagingThread; relative: string; temp: string; text: string } | undefined;
+  // The sha256 of each file added with its bytes (`digestOf`).
+  const digests = new Map<string, string>();
+  const sha256 = (data: Uint8Array | string): string => createHash("sha256").update(data).digest("hex");
   const unstage = (): void => {
+    settle();
     for (const s of staged) removeTemporary(s.temp);
     for (const folder of createdFolders.reverse()) fs.rmSync(folder, { recursive: true, force: true });
     staged.length = 0;
@@ -307,7 +336,29 @@ export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputW
     }
     return stats.get(partial);
   };
-  const stage = (relative: string, text: string): void => {
+  /**
+   * Waits for the staging thread, if one is at work: its digest, or its failure (CA9003, as a
+   * failure here), or, when it gave nothing (it threw or stalled), the file staged here: its
+   * temporary removed first (a late write of the thread goes to the removed file; one it has not
+   * created yet is refused, `wx`), then written from the text.
+   */
+  const settle = (): void => {
+    if (!staging) return;
+    const { thread, relative, temp, text } = staging;
+    staging = undefined;
+    const done = thread.wait();
+    if (done && "sha256" in done) return void digests.set(relative, done.sha256);
+    if (done) return stop(createDiagnostic(Diagnostics.WriteFailed, { path: relative, reason: done.failed }, at(relative)));
+    if (stopped) return;
+    digests.set(relative, sha256(text));
+    try {
+      removeTemporary(temp);
+      writeText(temp, text);
+    } catch (error) {
+      stop(createDiagnostic(Diagnostics.WriteFailed, { path: relative, reason: reason(error) }, at(relative)));
+    }
+  };
+  const stage = (relative: string, text: string, bytes?: Uint8Array): void => {
     if (outDirBlocked) return;
     const blocked = pathBlocker(relative, lstat);
     if (blocked) return stop(blocked);
@@ -323,21 +374,37 @@ export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputW
       }
       const temp = target + suffix;
       staged.push({ temp, target, relative });
-      writeText(temp, text);
+      if (bytes) {
+        // The thread takes the bytes over when it starts; else they are written here (or, if a
+        // failed start took them, the text).
+        const length = bytes.byteLength;
+        const started = !staging && startStagingThread(temp, bytes, thread);
+        if (started) return void (staging = { thread: started, relative, temp, text });
+        const intact = bytes.byteLength === length;
+        digests.set(relative, sha256(intact ? bytes : text));
+        if (intact) writeBytes(temp, bytes);
+        else writeText(temp, text);
+      } else writeText(temp, text);
     } catch (error) {
       stop(createDiagnostic(Diagnostics.WriteFailed, { path: relative, reason: reason(error) }, at(relative)));
     }
   };
   return {
-    add(relative, text) {
+    add(relative, text, bytes) {
       if (ended) throw new Error("openWrite: add after the write ended");
       rendered.add(relative);
       const holds = holdsText(layout, relative, text, known, absent);
       known.delete(relative);
-      if (holds) return void unchanged.push(relative);
+      if (holds) {
+        if (bytes) digests.set(relative, sha256(bytes));
+        return void unchanged.push(relative);
+      }
       changed.push(relative);
       if (check) compiled.set(relative, text);
-      else stage(relative, text);
+      else stage(relative, text, bytes);
+    },
+    digestOf(relative) {
+      return digests.get(relative);
     },
     holdsDigest(relative, digest, stamp) {
       if (ended) throw new Error("openWrite: holdsDigest after the write ended");
@@ -354,6 +421,8 @@ export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputW
     },
     finish() {
       ended = true;
+      // The staging thread is done (or given up, and its file staged here) before anything is renamed.
+      settle();
       // Sort for determinism.
       unchanged.sort(compareStrings);
       changed.sort(compareStrings);

@@ -57,7 +57,7 @@ function build(value: Record<string, unknown>, cache: RecordCache): { text: stri
 }
 
 const open = (index?: Uint8Array, bytes?: Uint8Array): RecordCache =>
-  openRecordCache(COMPILER, { found: new Map(index ? [[RECORD_INDEX_KEY, index]] : []), unreadable: new Map() }, () => bytes);
+  openRecordCache(COMPILER, { found: new Map(index ? [[RECORD_INDEX_KEY, index]] : []), unreadable: new Map() }, () => bytes && { bytes });
 
 /** canonicalJsonAscii's text, or the error it throws, as a string to compare. */
 const outcome = (f: () => string): string => {
@@ -136,9 +136,9 @@ describe("the manifest's record cache", () => {
     const value = { assets: [{ name: "a" }], dags: [] };
     const first = build(value, open());
     const bytes = Buffer.from(first.text, "latin1");
-    const foreign = openRecordCache({ ...COMPILER, version: "other" }, { found: new Map([[RECORD_INDEX_KEY, first.index]]), unreadable: new Map() }, () => bytes);
+    const foreign = openRecordCache({ ...COMPILER, version: "other" }, { found: new Map([[RECORD_INDEX_KEY, first.index]]), unreadable: new Map() }, () => bytes && { bytes });
     const damaged = open(Buffer.from("not an index\n"), bytes);
-    const unreadable = openRecordCache(COMPILER, { found: new Map(), unreadable: new Map([[RECORD_INDEX_KEY, "EISDIR"]]) }, () => bytes);
+    const unreadable = openRecordCache(COMPILER, { found: new Map(), unreadable: new Map([[RECORD_INDEX_KEY, "EISDIR"]]) }, () => bytes && { bytes });
     for (const [cache, problem] of [[foreign, "foreign"], [damaged, "damaged"], [unreadable, "unreadable"]] as const) {
       expect(cache.notes.map((d) => d.code)).toEqual(["CA1952"]);
       expect(cache.notes[0]!.message).toContain(`is ${problem}`);

@@ -17,7 +17,7 @@ const COMPILER = { name: "contract-assets", version: "test" };
 const sha256 = (text: string): string => createHash("sha256").update(text).digest("hex");
 
 const open = (index?: Uint8Array, bytes?: Uint8Array, fileKeys?: ReadonlyMap<string, string>): RecordCache =>
-  openRecordCache(COMPILER, { found: new Map(index ? [[RECORD_INDEX_KEY, index]] : []), unreadable: new Map() }, () => bytes, fileKeys);
+  openRecordCache(COMPILER, { found: new Map(index ? [[RECORD_INDEX_KEY, index]] : []), unreadable: new Map() }, () => bytes && { bytes }, fileKeys);
 
 /** One Asset record as `buildManifest` lays it out, and the origin it tells the cache. */
 function asset(name: string, description: string) {
