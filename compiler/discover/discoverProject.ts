@@ -9,7 +9,10 @@ import { compareStrings } from "../support/compare.js";
 import { relativePosix, staysInside, toPosix } from "../support/paths.js";
 import { utf8Chunks } from "../support/utf8.js";
 import { AsciiText, readPreviousManifest, wholeText, type ManifestText, type RecordPlaces } from "./readManifest.js";
-import { readRegularFile } from "./regularFile.js";
+import { cacheKey } from "../support/cacheEntry.js";
+import { MIN_READ_AHEAD_FILES, startReadAhead, type ReadAhead } from "./readAhead.js";
+import { isPlainFolderPath, type CacheEntryRead } from "./readCache.js";
+import { readRegularFile, type RegularFileRead } from "./regularFile.js";
 
 /** Largest contract or config file read, in bytes; a larger one is CA1002 (guards memory and time). */
 export const MAX_FILE_BYTES = 1024 * 1024;
@@ -67,6 +70,13 @@ export interface DiscoveredProject {
    * rather than the file again, and lets them go.
    */
   outputManifestBytes?: () => Buffer | undefined;
+  /**
+   * With `cache` and the reader thread (ADR 0017x): the cache context it keyed the contracts
+   * under, the key of each contract read by it (by path; an overlaid one is not), and the reader of
+   * one entry by key (the thread's checked entry, else read here); `close` stops the thread once the
+   * entries are looked up.
+   */
+  readAhead?: { context: string; keys: Map<string, string>; entry: (key: string) => CacheEntryRead; close: () => void; taken: ReadAhead["taken"] };
 }
 
 /** The default layout of DESIGN §4 under a root. */
@@ -142,7 +152,11 @@ function readManifestFile(root: string, relative: string, diagnostics: Diagnosti
  * is undefined without a diagnostic (a file that may not be there).
  */
 function readBytes(root: string, relative: string, diagnostics: Diagnostic[], limit: number, orNone = false): Buffer | undefined {
-  const read = readRegularFile(path.join(root, relative), { limit, follow: true });
+  return bytesOf(readRegularFile(path.join(root, relative), { limit, follow: true }), relative, diagnostics, limit, orNone);
+}
+
+/** {@link readBytes}'s verdict on one read, on whichever thread it was made (the reader thread's too, `readAhead.ts`). */
+function bytesOf(read: RegularFileRead, relative: string, diagnostics: Diagnostic[], limit: number, orNone = false): Buffer | undefined {
   if ("bytes" in read) return read.bytes;
   if (orNone && read.reason === "missing") return undefined;
   const at = { file: relative, line: 1, column: 1 };
@@ -256,6 +270,16 @@ export interface DiscoverOptions {
    * (`drift apply`) is compiled before anything is written.
    */
   overlay?: ReadonlyMap<string, string>;
+  /**
+   * The parse cache is used: when its folder exists and there are at least
+   * {@link MIN_READ_AHEAD_FILES} contract files (or with `readAhead: true`; never with
+   * `readAhead: false`), a reader thread reads them and their entries ahead (`readAhead.ts`, ADR
+   * 0017x). `folder`: the entries' folder; `compiler`: who must have written them (asked once the
+   * configs are read); `context`: the cache context of the configs (`cacheContext`), each file's
+   * key made under it. `readAhead: "thread"` (tests): started whatever the size, and the calling
+   * thread reads only what the thread gives up. `script`: the thread's script (tests).
+   */
+  cache?: { folder: string; compiler: () => string; context: (configs: readonly SourceFile[]) => string; readAhead?: boolean | "thread"; script?: URL };
 }
 
 /**
@@ -347,25 +371,71 @@ function forced(found: Diagnostic[], options: DiscoverOptions): Diagnostic[] {
  */
 export function discoverProject(layout: ProjectLayout, options: DiscoverOptions = {}): StageResult<DiscoveredProject> {
   const diagnostics: Diagnostic[] = [];
-  const read = (paths: string[]): SourceFile[] =>
+  const overlaid = (p: string): SourceFile | undefined => {
+    const text = options.overlay?.get(p);
+    return text !== undefined ? { path: p, bytes: new TextEncoder().encode(text), text } : undefined;
+  };
+  const read = (paths: string[], problems: Diagnostic[], ahead?: { reader: ReadAhead; context: string; keys: Map<string, string> }): SourceFile[] =>
     paths
       .map((p) => {
-        const text = options.overlay?.get(p);
-        return text !== undefined ? { path: p, bytes: new TextEncoder().encode(text), text } : readSourceFile(layout.root, p, diagnostics);
+        const read = ahead?.reader.nextFile();
+        const overlay = overlaid(p);
+        if (overlay) return overlay;
+        if (!read && ahead) {
+          // Read here, keyed here: the thread reads its entry.
+          const file = readSourceFile(layout.root, p, problems);
+          if (file) {
+            const key = cacheKey(ahead.context, p, file.bytes);
+            ahead.keys.set(p, key);
+            ahead.reader.keyed(key);
+          }
+          return file;
+        }
+        if (!read) return readSourceFile(layout.root, p, problems);
+        const bytes = bytesOf(read.read, p, problems, MAX_FILE_BYTES);
+        const text = bytes && decode(bytes, p, problems);
+        if (text === undefined) return undefined;
+        if (read.key !== undefined) ahead!.keys.set(p, read.key);
+        return { path: p, bytes: bytes!, text };
       })
       .filter((f): f is SourceFile => f !== undefined);
 
+  // The reader thread starts first, so that it runs by the time the contracts are listed: when
+  // asked, or when the cache has a parse folder (a warm compile; a first one has nothing to read
+  // ahead); stopped again when there are fewer contracts than pay for it.
+  const cache = options.cache;
+  let ahead = cache && (cache.readAhead ?? isPlainFolderPath(layout.root, cache.folder))
+    ? startReadAhead(layout.root, { limit: MAX_FILE_BYTES, folder: cache.folder, ...(cache.script ? { script: cache.script } : {}), ...(cache.readAhead === "thread" ? { claims: false } : {}) })
+    : undefined;
   const contractPaths = listYamlFiles(layout.root, layout.contractsDir, diagnostics);
   if (contractPaths.length === 0) {
     diagnostics.push(
       createDiagnostic(Diagnostics.NoContracts, { pattern: `${layout.contractsDir}/**/*.{yaml,yml}` }, undefined),
     );
   }
+  if (ahead && !cache!.readAhead && contractPaths.length < MIN_READ_AHEAD_FILES) {
+    ahead.close();
+    ahead = undefined;
+  }
   const configPaths = listYamlFiles(layout.root, layout.configDir, diagnostics);
   if (configPaths.length === 0) {
     diagnostics.push(createDiagnostic(Diagnostics.NoOrchestrationConfig, { folder: layout.configDir }, undefined));
   }
-  const value: DiscoveredProject = { contractPaths, contracts: read(contractPaths), configs: read(configPaths), ...discoverPreviousState(layout, options, diagnostics) };
+  // The configs are read first (the cache context is theirs), their diagnostics said after the
+  // contracts', in the order of a compile without the thread.
+  const configProblems: Diagnostic[] = [];
+  const configs = read(configPaths, configProblems);
+  let readAhead: DiscoveredProject["readAhead"];
+  let contracts: SourceFile[];
+  if (ahead) {
+    const context = cache!.context(configs);
+    ahead.begin({ paths: contractPaths, context, compiler: cache!.compiler() });
+    const keys = new Map<string, string>();
+    contracts = read(contractPaths, diagnostics, { reader: ahead, context, keys });
+    readAhead = { context, keys, entry: (key) => ahead.entry(key), close: () => ahead.close(), taken: ahead.taken };
+  } else contracts = read(contractPaths, diagnostics);
+  diagnostics.push(...configProblems);
+  const value: DiscoveredProject = { contractPaths, contracts, configs, ...discoverPreviousState(layout, options, diagnostics), ...(readAhead ? { readAhead } : {}) };
   return { value, diagnostics };
 }
 
