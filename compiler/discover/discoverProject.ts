@@ -381,21 +381,18 @@ export function discoverProject(layout: ProjectLayout, options: DiscoverOptions 
         const read = ahead?.reader.nextFile();
         const overlay = overlaid(p);
         if (overlay) return overlay;
-        if (!read && ahead) {
-          // Read here, keyed here: the thread reads its entry.
-          const file = readSourceFile(layout.root, p, problems);
-          if (file) {
-            const key = cacheKey(ahead.context, p, file.bytes);
-            ahead.keys.set(p, key);
-            ahead.reader.keyed(key);
-          }
-          return file;
-        }
         if (!read) return readSourceFile(layout.root, p, problems);
+        // Read by the thread or by this one (its share, ADR 0017x): the same checks as readSourceFile's.
         const bytes = bytesOf(read.read, p, problems, MAX_FILE_BYTES);
         const text = bytes && decode(bytes, p, problems);
         if (text === undefined) return undefined;
-        if (read.key !== undefined) ahead!.keys.set(p, read.key);
+        let key = read.key;
+        if (key === undefined) {
+          // Keyed here: the thread may read its entry still.
+          key = cacheKey(ahead!.context, p, bytes!);
+          ahead!.reader.keyed(key);
+        }
+        ahead!.keys.set(p, key);
         return { path: p, bytes: bytes!, text };
       })
       .filter((f): f is SourceFile => f !== undefined);

@@ -1,7 +1,8 @@
+import path from "node:path";
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from "node:worker_threads";
 import { packageFileUrl } from "../support/package-root.js";
 import { openCacheReader, type CacheEntryRead } from "./readCache.js";
-import type { RegularFileRead, RegularFileRefusal } from "./regularFile.js";
+import { readRegularFile, type RegularFileRead, type RegularFileRefusal } from "./regularFile.js";
 
 /**
  * Discover's reader thread (ADR 0017x): in a compile with the incremental cache, a worker thread
@@ -11,16 +12,19 @@ import type { RegularFileRead, RegularFileRefusal } from "./regularFile.js";
  * it needs it (`Atomics.wait` on a shared counter, then `receiveMessageOnPort`, as the parse
  * workers are waited for, ADR 0017e), so the pipeline stays one synchronous function.
  *
- * Work is claimed, never assigned: a shared cursor per pass says which file (then which entry)
- * nobody has taken yet; the thread claims {@link CLAIM_FILES} files (then {@link CLAIM_ENTRIES}
- * entries) at a time, and the calling thread, when the next file or entry it needs is unclaimed,
- * claims it and reads it itself. So it never waits for a thread that has not started yet or got
- * no core (a loaded machine), only for a claim in progress.
+ * Work is claimed, never assigned, so the calling thread never waits for a thread that has not
+ * started yet or got no core (a loaded machine), only for a claim in progress. The files: one
+ * shared slot each, claimed by compare-and-swap, the thread from the first file on, the calling
+ * thread from the last one back, until they meet; then the calling thread takes the thread's (the
+ * thread posts {@link BATCH_FILES} at a time) and decodes them all in order. The entries: a shared
+ * cursor; the thread claims {@link CLAIM_ENTRIES} at a time, and the calling thread, when the
+ * entry it needs is unclaimed, claims it and reads it itself.
  *
  * A batch's bytes are one transferred `ArrayBuffer` of their exact size, the files or payloads
  * slices of it: a few hundred backing stores for the calling thread's heap instead of one per
- * file and one per entry. The thread claims no more once {@link LEAD_BATCHES} batches are untaken,
- * so the entries in flight stay a few MB (ADR 0017o: the cache's 136 MB are never held at once).
+ * file and one per entry. The thread claims no more entries once {@link LEAD_BATCHES} batches are
+ * untaken, so the entries in flight stay a few MB (ADR 0017o: the cache's 136 MB are never held at
+ * once); the files it reads as fast as it can (their bytes are kept for the compile anyway).
  *
  * The thread never decides: a refusal (`RegularFileRefusal`) or an entry's problem comes back as
  * `readRegularFile` and `checkCacheEntry` give it, and discover and the parse cache turn it into
@@ -32,8 +36,8 @@ import type { RegularFileRead, RegularFileRefusal } from "./regularFile.js";
 /** Below this many contract files the thread is not started (measured, ADR 0017x). */
 export const MIN_READ_AHEAD_FILES = 2000;
 
-/** Files the thread claims at a time (one batch). */
-const CLAIM_FILES = 64;
+/** Files the thread posts at a time (one batch). */
+const BATCH_FILES = 64;
 
 /** Entries the thread claims at a time (one batch). */
 const CLAIM_ENTRIES = 32;
@@ -41,7 +45,7 @@ const CLAIM_ENTRIES = 32;
 /** The buffer the thread reads a batch into, kept and reused; a batch is sent as a copy of the part used. */
 const ARENA_BYTES = 1 << 20;
 
-/** Batches the thread may have posted beyond what the calling thread took. */
+/** Batches the thread may have posted beyond what the calling thread took, before it claims more entries. */
 const LEAD_BATCHES = 16;
 
 /** The calling thread gives the thread up when, awaiting a claim of it, no batch came for this long (ms). */
@@ -49,9 +53,12 @@ const STALL_MS = 10_000;
 
 /**
  * The shared counters (Int32, `AheadInput.signal`): batches posted, batches taken, the next
- * unclaimed file and the next unclaimed entry (both indexes into `paths`).
+ * unclaimed entry (an index into `paths`).
  */
-export const Counter = { Posted: 0, Taken: 1, NextFile: 2, NextEntry: 3 } as const;
+export const Counter = { Posted: 0, Taken: 1, NextEntry: 2 } as const;
+
+/** A file's slot (`AheadStart.slots`): unclaimed, the thread's, the calling thread's, the calling thread's with its key in `AheadStart.keys`. */
+export const Slot = { Free: 0, Thread: 1, Caller: 2, Keyed: 3 } as const;
 
 /** What the thread gets at its start (`workerData`). */
 export interface AheadInput {
@@ -64,7 +71,7 @@ export interface AheadInput {
   signal: SharedArrayBuffer;
   port: MessagePort;
   lead: number;
-  claimFiles: number;
+  batchFiles: number;
   claimEntries: number;
   arenaBytes: number;
 }
@@ -78,6 +85,10 @@ export interface AheadStart {
   paths: string[];
   context: string;
   compiler: string;
+  /** One Int32 {@link Slot} per file. */
+  slots: SharedArrayBuffer;
+  /** 32 bytes per file: the key (sha256) the calling thread made of a file of its share (`Slot.Keyed`), so the thread need not read the file again for it. */
+  keys: SharedArrayBuffer;
 }
 
 /**
@@ -87,8 +98,8 @@ export interface AheadStart {
  * `refusals` why each unread one was not read, by its index in the batch. For entries (in the
  * files' order), `problems` holds why one has no payload, by its index in the batch: missing,
  * unreadable, damaged or foreign, or `notRead` when the thread could not read that file; and
- * `rekeyed` the key of each entry whose file the calling thread read (the thread read it again for
- * its key: the entry is taken only under the same key). Flat, so taking a batch makes few objects.
+ * `rekeyed` the key of each entry whose file the calling thread read (the thread had its key from
+ * `AheadStart.keys`, or read the file again for it: the entry is taken only under the same key). Flat, so taking a batch makes few objects.
  */
 export type AheadBatch =
   | { kind: "files"; from: number; buffer: ArrayBuffer; places: Int32Array; keys: string; refusals: Array<[number, RegularFileRefusal]> }
@@ -106,13 +117,13 @@ export type AheadFile = { read: RegularFileRead; key?: string };
 /** A started reader thread ({@link startReadAhead}). */
 export interface ReadAhead {
   /** Sends the contract files and the cache context; the thread starts reading. */
-  begin(start: AheadStart): void;
+  begin(start: Omit<AheadStart, "slots" | "keys">): void;
   /**
-   * The next contract file in `paths` order, as the thread read it (waited for when it is
-   * reading it); undefined when the caller is to read it (it claimed it, or the thread was given up).
+   * The next contract file in `paths` order, as `readRegularFile` read it (the first call reads
+   * the calling thread's share and waits for the thread's); with its key when the thread read it.
    */
-  nextFile(): AheadFile | undefined;
-  /** The file {@link nextFile} just left to the caller was read and has this key: its entry may come from the thread. */
+  nextFile(): AheadFile;
+  /** The file {@link nextFile} just gave without a key has this key (made by the caller): its entry may come from the thread. */
   keyed(key: string): void;
   /** Reads the entry of `key`: the thread's checked entry when it reads that key's (waited for), else the calling thread's own read (`openCacheReader`). */
   entry(key: string): CacheEntryRead;
@@ -137,7 +148,7 @@ const NOT_READ = Symbol("not read");
  * to `at` are skipped, and the calling thread reads them if it ever needs them: a lookup out of
  * order); undefined when the thread has claimed `at`.
  */
-function claim(counters: Int32Array, counter: (typeof Counter)["NextFile" | "NextEntry"], at: number): number | undefined {
+function claim(counters: Int32Array, counter: (typeof Counter)["NextEntry"], at: number): number | undefined {
   for (let next = Atomics.load(counters, counter); next <= at; next = Atomics.load(counters, counter)) {
     if (Atomics.compareExchange(counters, counter, next, at + 1) === next) return next;
   }
@@ -163,7 +174,7 @@ export function startReadAhead(root: string, options: { limit: number; folder: s
     signal,
     port: port2,
     lead: LEAD_BATCHES,
-    claimFiles: CLAIM_FILES,
+    batchFiles: BATCH_FILES,
     claimEntries: CLAIM_ENTRIES,
     arenaBytes: ARENA_BYTES,
   };
@@ -185,9 +196,14 @@ export function startReadAhead(root: string, options: { limit: number; folder: s
     void worker.terminate();
     port1.close();
   };
+  const taken = { files: 0, entries: 0 };
   // Files delivered and not yet taken, by index; entries likewise (TAKEN once taken).
   const files: Array<AheadFile | undefined> = [];
+  let filled = 0;
   let nextFileAt = 0;
+  let paths: string[] = [];
+  let slots: Int32Array | undefined;
+  let keys: Buffer | undefined;
   const entries: Array<CacheEntryRead | typeof TAKEN | typeof NOT_READ> = [];
   const delivered = { entries: new Set<number>() };
   // The index of each key the thread made (its file's), for the entries.
@@ -203,12 +219,16 @@ export function startReadAhead(root: string, options: { limit: number; folder: s
         const refusal = reply.refusals[refused];
         if (refusal && refusal[0] === k) {
           files[reply.from + k] = { read: refusal[1] };
+          filled++;
+          taken.files++;
           refused++;
           continue;
         }
         const key = reply.keys.slice(keyAt, (keyAt += 64));
         order.set(key, reply.from + k);
         files[reply.from + k] = { read: { bytes: Buffer.from(reply.buffer, reply.places[2 * k]!, reply.places[2 * k + 1]! - reply.places[2 * k]!) }, key };
+        filled++;
+        taken.files++;
       }
     } else if (reply.kind === "entries") {
       let problem = 0;
@@ -262,34 +282,53 @@ export function startReadAhead(root: string, options: { limit: number; folder: s
       else Atomics.wait(counters, Counter.Posted, seen, 100);
     }
   };
-  const taken = { files: 0, entries: 0 };
-  const mine = (counter: (typeof Counter)["NextFile" | "NextEntry"], at: number): boolean => {
-    const from = options.claims !== false ? claim(counters, counter, at) : undefined;
-    // Entries skipped are nobody's: read here when looked up (files are taken in order: none skipped).
-    if (from !== undefined && counter === Counter.NextEntry) for (let i = from; i < at; i++) skip(i);
+  const mine = (at: number): boolean => {
+    const from = options.claims !== false ? claim(counters, Counter.NextEntry, at) : undefined;
+    // Entries skipped are nobody's: read here when looked up.
+    if (from !== undefined) for (let i = from; i < at; i++) skip(i);
     return from !== undefined;
+  };
+  const ownFile = (at: number): AheadFile => ({ read: readRegularFile(path.join(root, paths[at]!), { limit: options.limit, follow: true }) });
+  /** The calling thread's share of the files, read from the last one back, then the thread's, waited for; what it did not deliver is read here. */
+  const gather = (): void => {
+    if (options.claims !== false) {
+      for (let at = paths.length - 1; at >= 0 && Atomics.compareExchange(slots!, at, Slot.Free, Slot.Caller) === Slot.Free; at--) {
+        files[at] = ownFile(at);
+        filled++;
+      }
+    }
+    awaitUntil(() => filled >= paths.length);
+    for (let at = 0; at < paths.length; at++) if (files[at] === undefined) files[at] = ownFile(at);
   };
   return {
     taken,
     begin(start) {
-      port1.postMessage(start);
+      paths = start.paths;
+      const shared = { slots: new SharedArrayBuffer(4 * paths.length), keys: new SharedArrayBuffer(32 * paths.length) };
+      slots = new Int32Array(shared.slots);
+      keys = Buffer.from(shared.keys);
+      port1.postMessage({ ...start, ...shared } satisfies AheadStart);
     },
     nextFile() {
+      if (nextFileAt === 0) gather();
       const at = nextFileAt++;
-      if (files[at] === undefined && alive && !mine(Counter.NextFile, at)) awaitUntil(() => files[at] !== undefined);
-      const file = files[at];
+      const file = files[at]!;
       // Taken: the list does not hold the file's bytes beyond the caller's need.
       files[at] = undefined;
-      if (file) taken.files++;
       return file;
     },
     keyed(key) {
-      order.set(key, nextFileAt - 1);
+      const at = nextFileAt - 1;
+      order.set(key, at);
+      if (slots![at] === Slot.Caller) {
+        keys!.write(key, 32 * at, 32, "hex");
+        Atomics.store(slots!, at, Slot.Keyed);
+      }
     },
     entry(key) {
       const at = order.get(key);
       if (at === undefined) return ownRead(key);
-      if (!delivered.entries.has(at) && alive && !mine(Counter.NextEntry, at)) awaitUntil(() => delivered.entries.has(at));
+      if (!delivered.entries.has(at) && alive && !mine(at)) awaitUntil(() => delivered.entries.has(at));
       const found = delivered.entries.has(at) ? entries[at] : NOT_READ;
       if (found === TAKEN || found === NOT_READ) return ownRead(key);
       entries[at] = TAKEN;

@@ -1,8 +1,8 @@
-// The entry of discover's reader thread (readAhead.ts, ADR 0017x): claims contract files a batch at
-// a time (the shared cursor the calling thread claims from too), reads each as discover reads it
-// (`readRegularFile`) into one buffer, keys it under the cache context it is given (`cacheKey`),
-// then claims entries likewise and reads and checks each key's parse-cache entry
-// (`checkCacheEntry`). It never decides what a file means: refusals and problems go back as they
+// The entry of discover's reader thread (readAhead.ts, ADR 0017x): claims contract files one slot at
+// a time from the first on (the calling thread claims from the last back), reads each as discover
+// reads it (`readRegularFile`) into one buffer, keys it under the cache context it is given
+// (`cacheKey`), then claims entries a batch at a time from a shared cursor (the calling thread
+// claims from it too) and reads and checks each key's parse-cache entry (`checkCacheEntry`). It never decides what a file means: refusals and problems go back as they
 // are. Everything, the imports included, runs inside the try, so a failure is a message too, never
 // a silent exit.
 import { workerData } from "node:worker_threads";
@@ -12,9 +12,11 @@ import type { RegularFileRefusal } from "./regularFile.js";
 const input = workerData as AheadInput;
 const counters = new Int32Array(input.signal);
 let posted = 0;
+/** How many batches of files were posted (set once the files are all claimed). */
+let filesPosted = 0;
 try {
   const path = await import("node:path");
-  const { Counter } = await import("./readAhead.js");
+  const { Counter, Slot } = await import("./readAhead.js");
   const { readRegularFile } = await import("./regularFile.js");
   const { openCacheReader } = await import("./readCache.js");
   const { cacheKey, checkCacheEntry } = await import("../support/cacheEntry.js");
@@ -25,9 +27,10 @@ try {
     Atomics.add(counters, Counter.Posted, 1);
     Atomics.notify(counters, Counter.Posted);
   };
-  /** Waits while {@link AheadInput.lead} batches are untaken; false when the calling thread took none for a minute (it is gone or done). */
+  /** Waits while {@link AheadInput.lead} batches are untaken (of entries: the files are not held back); false when the calling thread took none for a minute (it is gone or done). */
   const mayClaim = (): boolean => {
-    for (let taken = Atomics.load(counters, Counter.Taken), since = Date.now(); posted - taken >= input.lead; taken = Atomics.load(counters, Counter.Taken)) {
+    // Replies are taken in the order posted: the files' batches first, then the entries'.
+    for (let taken = Atomics.load(counters, Counter.Taken), since = Date.now(); posted - Math.max(taken, filesPosted) >= input.lead; taken = Atomics.load(counters, Counter.Taken)) {
       if (Date.now() - since > 60_000) return false;
       Atomics.wait(counters, Counter.Taken, taken, 1000);
     }
@@ -75,34 +78,41 @@ try {
   };
   // Each file's key, for the files this thread read.
   const made = new Array<string | undefined>(count);
-  while (mayClaim()) {
-    from = Atomics.add(counters, Counter.NextFile, input.claimFiles);
-    if (from >= count) break;
-    for (let i = from; i < Math.min(count, from + input.claimFiles); i++) {
-      const relative = start.paths[i]!;
-      const read = readRegularFile(path.join(input.root, relative), { limit: input.limit, follow: true, into });
-      if ("bytes" in read) {
-        const key = cacheKey(start.context, relative, read.bytes);
-        made[i] = key;
-        keys.push(key);
-        add(read.bytes);
-      } else {
-        refusals.push([places.length / 2, read]);
-        add(undefined);
-      }
+  // The files' bytes are kept by the calling thread for the whole compile anyway: no lead. Each
+  // file's slot is claimed from the first on, until one is the calling thread's (it claims from
+  // the last back).
+  const slots = new Int32Array(start.slots);
+  const shared = Buffer.from(start.keys);
+  from = 0;
+  for (let i = 0; i < count && Atomics.compareExchange(slots, i, Slot.Free, Slot.Thread) === Slot.Free; i++) {
+    const relative = start.paths[i]!;
+    const read = readRegularFile(path.join(input.root, relative), { limit: input.limit, follow: true, into });
+    if ("bytes" in read) {
+      const key = cacheKey(start.context, relative, read.bytes);
+      made[i] = key;
+      keys.push(key);
+      add(read.bytes);
+    } else {
+      refusals.push([places.length / 2, read]);
+      add(undefined);
     }
-    flush();
+    if (places.length >= 2 * input.batchFiles) flush();
   }
+  flush();
+  filesPosted = posted;
   kind = "entries";
   const entry = openCacheReader(input.root, input.folder, into);
   while (mayClaim()) {
     from = Atomics.add(counters, Counter.NextEntry, input.claimEntries);
     if (from >= count) break;
     for (let i = from; i < Math.min(count, from + input.claimEntries); i++) {
-      // A file the calling thread read is read again here for its key, which goes with the entry
-      // (the file may have changed since: the calling thread takes the entry only under its own key).
+      // A file the calling thread read: its key as it made it, or (not made yet) the file read again
+      // here for it; the key goes with the entry, taken only under the calling thread's own key.
       let key = made[i];
-      if (key === undefined) {
+      if (key === undefined && Atomics.load(slots, i) === Slot.Keyed) {
+        key = shared.toString("hex", 32 * i, 32 * i + 32);
+        rekeyed.push([places.length / 2, key]);
+      } else if (key === undefined) {
         const again = readRegularFile(path.join(input.root, start.paths[i]!), { limit: input.limit, follow: true, reuse: true });
         if ("bytes" in again) {
           key = cacheKey(start.context, start.paths[i]!, again.bytes);

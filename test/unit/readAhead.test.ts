@@ -104,7 +104,7 @@ describe("discover's reader thread (ADR 0017x)", () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ca-ahead-script-"));
     const throwing = path.join(dir, "throwing.mjs");
     fs.writeFileSync(throwing, 'throw new Error("the reader thread fails before it reads");\n');
-    // Claims every file, then fails as the real one reports a failure.
+    // Claims every entry, then fails as the real one reports a failure: the entries are read here.
     const failing = path.join(dir, "failing.mjs");
     fs.writeFileSync(
       failing,
