@@ -424,16 +424,23 @@ export function discoverProject(layout: ProjectLayout, options: DiscoverOptions 
   const configs = read(configPaths, configProblems);
   let readAhead: DiscoveredProject["readAhead"];
   let contracts: SourceFile[];
-  if (ahead) {
-    const context = cache!.context(configs);
-    ahead.begin({ paths: contractPaths, context, compiler: cache!.compiler() });
-    const keys = new Map<string, string>();
-    contracts = read(contractPaths, diagnostics, { reader: ahead, context, keys });
-    readAhead = { context, keys, entry: (key) => ahead.entry(key), close: () => ahead.close(), taken: ahead.taken };
-  } else contracts = read(contractPaths, diagnostics);
-  diagnostics.push(...configProblems);
-  const value: DiscoveredProject = { contractPaths, contracts, configs, ...discoverPreviousState(layout, options, diagnostics), ...(readAhead ? { readAhead } : {}) };
-  return { value, diagnostics };
+  try {
+    if (ahead) {
+      const reader = ahead;
+      const context = cache!.context(configs);
+      reader.begin({ paths: contractPaths, context, compiler: cache!.compiler() });
+      const keys = new Map<string, string>();
+      contracts = read(contractPaths, diagnostics, { reader, context, keys });
+      readAhead = { context, keys, entry: (key) => reader.entry(key), close: () => reader.close(), taken: reader.taken };
+    } else contracts = read(contractPaths, diagnostics);
+    diagnostics.push(...configProblems);
+    const value: DiscoveredProject = { contractPaths, contracts, configs, ...discoverPreviousState(layout, options, diagnostics), ...(readAhead ? { readAhead } : {}) };
+    // The caller closes the thread once the entries are looked up.
+    ahead = undefined;
+    return { value, diagnostics };
+  } finally {
+    ahead?.close();
+  }
 }
 
 /** Whether a path is a folder (the CLI's `--root`), without throwing. */

@@ -34,7 +34,7 @@ import { readRegularFile, type RegularFileRead, type RegularFileRefusal } from "
  */
 
 /** Below this many contract files the thread is not started (measured, ADR 0017x). */
-export const MIN_READ_AHEAD_FILES = 2000;
+export const MIN_READ_AHEAD_FILES = 1000;
 
 /** Files the thread posts at a time (one batch). */
 const BATCH_FILES = 64;
