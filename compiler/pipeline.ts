@@ -12,7 +12,7 @@ import { MANIFEST_CACHE_FOLDER, openRecordCache, RECORD_INDEX_KEY, RECORD_INDEX_
 import { MANIFEST_VERSION } from "./model/manifest.js";
 import { isOdcsDocument } from "./model/odcs.js";
 import { referencedPaths } from "./model/references.js";
-import { CACHE_FOLDER, openParseCache, PARSE_CACHE_FOLDER, parseCacheNotes, parseCacheWriter } from "./parse/parseCache.js";
+import { CACHE_FOLDER, cacheContext, openParseCache, PARSE_CACHE_FOLDER, parseCacheNotes, parseCacheWriter } from "./parse/parseCache.js";
 import { parseContracts, parseDocument, type ParsedDocument } from "./parse/parseContracts.js";
 import { planDags } from "./plan/planDags.js";
 import { planFreshnessMonitor } from "./plan/planFreshnessMonitor.js";
@@ -58,9 +58,19 @@ export interface CompileResult {
    * With `cache`: files read from the incremental cache and files parsed, documents whose
    * validation verdict came from the cache (not validated again), entries written and removed;
    * DAG modules found unchanged and rendered (ADR 0017n); records of the manifest whose text was
-   * taken from the last manifest and records written out (ADR 0017p).
+   * taken from the last manifest and records written out (ADR 0017p); contract files and entries
+   * discover's reader thread read and checked (ADR 0017x).
    */
-  cache?: { hits: number; parsed: number; verdicts: number; written: number; removed: number; modules?: { unchanged: number; rendered: number }; records?: { reused: number; made: number } };
+  cache?: {
+    hits: number;
+    parsed: number;
+    verdicts: number;
+    written: number;
+    removed: number;
+    modules?: { unchanged: number; rendered: number };
+    records?: { reused: number; made: number };
+    readAhead?: { files: number; entries: number };
+  };
 }
 
 /** Options of a compile; the CLI's flags, and hooks for tests. */
@@ -98,6 +108,15 @@ export interface CompileOptions {
    * Default off: the CLI turns it on (`--no-cache`, and off under CI: `usesCache`).
    */
   cache?: boolean;
+  /**
+   * With `cache`: whether discover's reader thread reads the contracts and their entries ahead
+   * (ADR 0017x); default when there are at least `MIN_READ_AHEAD_FILES` contracts. The output is
+   * the same either way. `"thread"` (tests): whatever the size, and the calling thread reads only
+   * what the thread gives up.
+   */
+  readAhead?: boolean | "thread";
+  /** The reader thread's script (tests: one that fails); default the compiled `readAheadWorker.js`. */
+  readAheadScript?: URL;
 }
 
 /** A manifest with nothing in it: the previous state of a first compile asked for a diff. */
@@ -132,6 +151,9 @@ function knownText(path: string, box: { text?: string }): Map<string, string> {
 export function compileProject(layout: ProjectLayout, options: CompileOptions = {}): CompileResult {
   const diagnostics: Diagnostic[] = [];
   const sources = new Map<string, string>();
+  // Entries are of this build of the parse and validate stages.
+  let parseWriter: string | undefined;
+  const writer = (): string => (parseWriter ??= parseCacheWriter(COMPILER_NAME, COMPILER_VERSION, { modules: ["parse/parseContracts", "validate/validateDocuments"], files: SCHEMA_FILES }));
   const discovered = discoverProject(layout, {
     previous: options.previousManifest ? "none" : options.against !== undefined ? { ref: options.against } : "output",
     ...(options.force ? { force: true } : {}),
@@ -140,6 +162,10 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
     // With the cache, the output folder's manifest is read and hashed in a thread from the start
     // when the record index is there to use it (ADR 0017w).
     ...(options.cache ? { readAheadWith: RECORD_INDEX_PATH } : {}),
+    // With the cache, a reader thread reads the contracts and their entries ahead (ADR 0017x).
+    ...(options.cache && options.readAhead !== false
+      ? { cache: { folder: PARSE_CACHE_FOLDER, compiler: writer, context: cacheContext, ...(options.readAhead ? { readAhead: options.readAhead } : {}), ...(options.readAheadScript ? { script: options.readAheadScript } : {}) } }
+      : {}),
   });
   if (options.reorder) {
     discovered.value.contracts = options.reorder(discovered.value.contracts);
@@ -166,18 +192,26 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
   // The incremental cache (ADR 0017c, 0017j): each file's entry is read before parse; each new one
   // is written as soon as its file is parsed and validated, and the unused ones are removed once
   // parse is done (ADR 0017m). Entries are of this build of the parse and validate stages.
+  // The reader thread's entries are taken as the contracts are looked up; the configs' are read here.
   const cacheWrite = options.cache ? openCacheWrite(layout.root, CACHE_FOLDER, PARSE_CACHE_FOLDER) : undefined;
+  const ahead = discovered.value.readAhead;
   const parseCache = cacheWrite
     ? openParseCache(
         [...discovered.value.contracts, ...discovered.value.configs],
         discovered.value.configs,
-        parseCacheWriter(COMPILER_NAME, COMPILER_VERSION, { modules: ["parse/parseContracts", "validate/validateDocuments"], files: SCHEMA_FILES }),
-        openCacheReader(layout.root, PARSE_CACHE_FOLDER),
+        writer(),
+        ahead ? ahead.entry : openCacheReader(layout.root, PARSE_CACHE_FOLDER),
         isStoredVerdict,
         (key, bytes) => cacheWrite.add(key, bytes),
+        ahead,
       )
     : undefined;
-  const contracts = parseContracts(discovered.value.contracts, { ...parseOptions(false), ...(parseCache ? { cache: parseCache } : {}) });
+  let contracts: ReturnType<typeof parseContracts>;
+  try {
+    contracts = parseContracts(discovered.value.contracts, { ...parseOptions(false), ...(parseCache ? { cache: parseCache } : {}) });
+  } finally {
+    ahead?.close();
+  }
   const configs = parseContracts(discovered.value.configs, { ...parseOptions(true), ...(parseCache ? { cache: parseCache } : {}) });
   diagnostics.push(...contracts.diagnostics, ...configs.diagnostics);
   const cached = parseCache && cacheWrite!.finish(new Set(parseCache.keys.values()));
@@ -343,7 +377,7 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
       moduleCounts = modules.counts;
     }
   }
-  if (parseCache) result.cache = { hits: parseCache.hits, parsed: parseCache.parsed, verdicts: reused, written: cached!.value.written, removed: cached!.value.removed, ...(moduleCounts ? { modules: moduleCounts } : {}), ...(records ? { records: records.counts } : {}) };
+  if (parseCache) result.cache = { hits: parseCache.hits, parsed: parseCache.parsed, verdicts: reused, written: cached!.value.written, removed: cached!.value.removed, ...(moduleCounts ? { modules: moduleCounts } : {}), ...(records ? { records: records.counts } : {}), ...(ahead ? { readAhead: { ...ahead.taken } } : {}) };
   result.diagnostics = sortDiagnostics(diagnostics);
   return result;
 }

@@ -9,7 +9,10 @@ import { compareStrings } from "../support/compare.js";
 import { relativePosix, staysInside, toPosix } from "../support/paths.js";
 import { utf8Chunks } from "../support/utf8.js";
 import { AsciiText, readPreviousManifest, wholeText, type ManifestText, type RecordPlaces } from "./readManifest.js";
+import { cacheKey } from "../support/cacheEntry.js";
 import { startManifestReadAhead, type ManifestReadAhead } from "./manifestReadAhead.js";
+import { MIN_READ_AHEAD_FILES, startReadAhead, type ReadAhead } from "./readAhead.js";
+import { isPlainFolderPath, type CacheEntryRead } from "./readCache.js";
 import { readRegularFile, type RegularFileRead } from "./regularFile.js";
 
 /** Largest contract or config file read, in bytes; a larger one is CA1002 (guards memory and time). */
@@ -69,6 +72,13 @@ export interface DiscoveredProject {
    * thread hashed them (`DiscoverOptions.readAheadWith`, ADR 0017w).
    */
   outputManifestBytes?: () => { bytes: Buffer; sha256?: string } | undefined;
+  /**
+   * With `cache` and the reader thread (ADR 0017x): the cache context it keyed the contracts
+   * under, the key of each contract read by it (by path; an overlaid one is not), and the reader of
+   * one entry by key (the thread's checked entry, else read here); `close` stops the thread once the
+   * entries are looked up.
+   */
+  readAhead?: { context: string; keys: Map<string, string>; entry: (key: string) => CacheEntryRead; close: () => void; taken: ReadAhead["taken"] };
 }
 
 /** The default layout of DESIGN §4 under a root. */
@@ -147,8 +157,8 @@ function readBytes(root: string, relative: string, diagnostics: Diagnostic[], li
   return bytesOf(readRegularFile(path.join(root, relative), { limit, follow: true }), relative, diagnostics, limit, orNone);
 }
 
-/** {@link readBytes} of a read already made (by the calling thread or the manifest's read-ahead thread). */
-function bytesOf(read: RegularFileRead, relative: string, diagnostics: Diagnostic[], limit: number, orNone: boolean): Buffer | undefined {
+/** {@link readBytes}'s verdict on one read, on whichever thread it was made (the reader thread's, `readAhead.ts`, and the manifest's read-ahead thread's too). */
+function bytesOf(read: RegularFileRead, relative: string, diagnostics: Diagnostic[], limit: number, orNone = false): Buffer | undefined {
   if ("bytes" in read) return read.bytes;
   if (orNone && read.reason === "missing") return undefined;
   const at = { file: relative, line: 1, column: 1 };
@@ -269,6 +279,16 @@ export interface DiscoverOptions {
    * (ADR 0017w). Without it, or without either file, it is read in the calling thread when asked.
    */
   readAheadWith?: string;
+  /**
+   * The parse cache is used: when its folder exists and there are at least
+   * {@link MIN_READ_AHEAD_FILES} contract files (or with `readAhead: true`; never with
+   * `readAhead: false`), a reader thread reads them and their entries ahead (`readAhead.ts`, ADR
+   * 0017x). `folder`: the entries' folder; `compiler`: who must have written them (asked once the
+   * configs are read); `context`: the cache context of the configs (`cacheContext`), each file's
+   * key made under it. `readAhead: "thread"` (tests): started whatever the size, and the calling
+   * thread reads only what the thread gives up. `script`: the thread's script (tests).
+   */
+  cache?: { folder: string; compiler: () => string; context: (configs: readonly SourceFile[]) => string; readAhead?: boolean | "thread"; script?: URL };
 }
 
 /**
@@ -279,7 +299,7 @@ export interface DiscoverOptions {
 const outputManifestPath = (layout: ProjectLayout): string => toPosix(path.join(layout.outDir, "manifest.json"));
 
 /** The read-ahead of the output folder's manifest that `options.readAheadWith` asks for, when its files exist (ADR 0017w). */
-function startReadAhead(layout: ProjectLayout, options: DiscoverOptions): ManifestReadAhead | undefined {
+function startManifestRead(layout: ProjectLayout, options: DiscoverOptions): ManifestReadAhead | undefined {
   if (options.readAheadWith === undefined || !fs.existsSync(path.join(layout.root, options.readAheadWith))) return undefined;
   return startManifestReadAhead(path.join(layout.root, outputManifestPath(layout)), MAX_MANIFEST_BYTES);
 }
@@ -374,28 +394,78 @@ function forced(found: Diagnostic[], options: DiscoverOptions): Diagnostic[] {
  */
 export function discoverProject(layout: ProjectLayout, options: DiscoverOptions = {}): StageResult<DiscoveredProject> {
   const diagnostics: Diagnostic[] = [];
-  const read = (paths: string[]): SourceFile[] =>
+  const overlaid = (p: string): SourceFile | undefined => {
+    const text = options.overlay?.get(p);
+    return text !== undefined ? { path: p, bytes: new TextEncoder().encode(text), text } : undefined;
+  };
+  const read = (paths: string[], problems: Diagnostic[], ahead?: { reader: ReadAhead; context: string; keys: Map<string, string> }): SourceFile[] =>
     paths
       .map((p) => {
-        const text = options.overlay?.get(p);
-        return text !== undefined ? { path: p, bytes: new TextEncoder().encode(text), text } : readSourceFile(layout.root, p, diagnostics);
+        const read = ahead?.reader.nextFile();
+        const overlay = overlaid(p);
+        if (overlay) return overlay;
+        if (!read) return readSourceFile(layout.root, p, problems);
+        // Read by the thread or by this one (its share, ADR 0017x): the same checks as readSourceFile's.
+        const bytes = bytesOf(read.read, p, problems, MAX_FILE_BYTES);
+        const text = bytes && decode(bytes, p, problems);
+        if (text === undefined) return undefined;
+        let key = read.key;
+        if (key === undefined) {
+          // Keyed here: the thread may read its entry still.
+          key = cacheKey(ahead!.context, p, bytes!);
+          ahead!.reader.keyed(key);
+        }
+        ahead!.keys.set(p, key);
+        return { path: p, bytes: bytes!, text };
       })
       .filter((f): f is SourceFile => f !== undefined);
 
-  // Started first, so the thread reads while the project's files are read here.
-  const ahead = startReadAhead(layout, options);
+  // Started first, so the thread reads the manifest while the project's files are read here.
+  const manifestAhead = startManifestRead(layout, options);
+  // The reader thread starts first, so that it runs by the time the contracts are listed: when
+  // asked, or when the cache has a parse folder (a warm compile; a first one has nothing to read
+  // ahead); stopped again when there are fewer contracts than pay for it.
+  const cache = options.cache;
+  let ahead = cache && (cache.readAhead ?? isPlainFolderPath(layout.root, cache.folder))
+    ? startReadAhead(layout.root, { limit: MAX_FILE_BYTES, folder: cache.folder, ...(cache.script ? { script: cache.script } : {}), ...(cache.readAhead === "thread" ? { claims: false } : {}) })
+    : undefined;
   const contractPaths = listYamlFiles(layout.root, layout.contractsDir, diagnostics);
   if (contractPaths.length === 0) {
     diagnostics.push(
       createDiagnostic(Diagnostics.NoContracts, { pattern: `${layout.contractsDir}/**/*.{yaml,yml}` }, undefined),
     );
   }
+  if (ahead && !cache!.readAhead && contractPaths.length < MIN_READ_AHEAD_FILES) {
+    ahead.close();
+    ahead = undefined;
+  }
   const configPaths = listYamlFiles(layout.root, layout.configDir, diagnostics);
   if (configPaths.length === 0) {
     diagnostics.push(createDiagnostic(Diagnostics.NoOrchestrationConfig, { folder: layout.configDir }, undefined));
   }
-  const value: DiscoveredProject = { contractPaths, contracts: read(contractPaths), configs: read(configPaths), ...discoverPreviousState(layout, options, diagnostics, ahead) };
-  return { value, diagnostics };
+  // The configs are read first (the cache context is theirs), their diagnostics said after the
+  // contracts', in the order of a compile without the thread.
+  const configProblems: Diagnostic[] = [];
+  const configs = read(configPaths, configProblems);
+  let readAhead: DiscoveredProject["readAhead"];
+  let contracts: SourceFile[];
+  try {
+    if (ahead) {
+      const reader = ahead;
+      const context = cache!.context(configs);
+      reader.begin({ paths: contractPaths, context, compiler: cache!.compiler() });
+      const keys = new Map<string, string>();
+      contracts = read(contractPaths, diagnostics, { reader, context, keys });
+      readAhead = { context, keys, entry: (key) => reader.entry(key), close: () => reader.close(), taken: reader.taken };
+    } else contracts = read(contractPaths, diagnostics);
+    diagnostics.push(...configProblems);
+    const value: DiscoveredProject = { contractPaths, contracts, configs, ...discoverPreviousState(layout, options, diagnostics, manifestAhead), ...(readAhead ? { readAhead } : {}) };
+    // The caller closes the thread once the entries are looked up.
+    ahead = undefined;
+    return { value, diagnostics };
+  } finally {
+    ahead?.close();
+  }
 }
 
 /** Whether a path is a folder (the CLI's `--root`), without throwing. */

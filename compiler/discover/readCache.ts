@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
-import { readRegularFile } from "./regularFile.js";
+import type { CheckedEntry } from "../support/cacheEntry.js";
+import { readRegularFile, type RegularFileOptions } from "./regularFile.js";
 
 /** An entry larger than this is not read (no parse result of a file of at most 1 MiB comes near it). */
 export const MAX_CACHE_ENTRY_BYTES = 64 * 1024 * 1024;
@@ -12,8 +13,15 @@ export interface CacheEntriesRead {
   unreadable: Map<string, string>;
 }
 
-/** One entry read ({@link openCacheReader}): its bytes, why it exists but could not be read, or undefined for none. */
-export type CacheEntryRead = { bytes: Uint8Array } | { unreadable: string } | undefined;
+/**
+ * One entry read ({@link openCacheReader}): its bytes, why it exists but could not be read, or
+ * undefined for none; or, from discover's reader thread (`readAhead.ts`, ADR 0017x), the entry
+ * already checked (`checkCacheEntry`): its payload not yet deserialised, or why it is not usable.
+ */
+export type CacheEntryRead = EntryBytesRead | { checked: CheckedEntry };
+
+/** One entry as {@link openCacheReader} reads it: its bytes, why it exists but could not be read, or undefined for none. */
+export type EntryBytesRead = { bytes: Uint8Array } | { unreadable: string } | undefined;
 
 /**
  * A reader of the incremental cache's entries `<folder>/<key>.bin` (ADR 0017c), one key at a
@@ -22,13 +30,13 @@ export type CacheEntryRead = { bytes: Uint8Array } | { unreadable: string } | un
  * `folder` is project-relative. A missing entry (or folder) is a miss, not a problem. The bytes
  * are not interpreted here: `support/cacheEntry.ts` (`decodeCacheEntry`) checks them.
  */
-export function openCacheReader(root: string, folder: string): (key: string) => CacheEntryRead {
+export function openCacheReader(root: string, folder: string, into?: RegularFileOptions["into"]): (key: string) => EntryBytesRead {
   const dir = path.join(root, folder);
   // No folder, something else in its way (a file named like it), or a symbolic link on the way
   // (the cache is the project's own folder, never somewhere a link points): no entries; write
   // reports it.
   if (!isPlainFolderPath(root, folder)) return () => undefined;
-  return (key) => readEntry(path.join(dir, `${key}.bin`));
+  return (key) => readEntry(path.join(dir, `${key}.bin`), into);
 }
 
 /**
@@ -37,10 +45,11 @@ export function openCacheReader(root: string, folder: string): (key: string) => 
  * regular file is never read: a link, dangling or not ("a symbolic link"), a folder ("a folder"),
  * a FIFO or device ("not a regular file"); nor an entry over {@link MAX_CACHE_ENTRY_BYTES} ("too
  * large"). The bytes are a new buffer each time, never a reused one: `v8.deserialize` gives typed
- * arrays that are views of the bytes it was handed. A missing entry is none (undefined).
+ * arrays that are views of the bytes it was handed. A missing entry is none (undefined). `into`:
+ * where to read instead (`readRegularFile`'s option: the reader thread's batch buffer, ADR 0017x).
  */
-function readEntry(file: string): CacheEntryRead {
-  const read = readRegularFile(file, { limit: MAX_CACHE_ENTRY_BYTES, follow: false });
+function readEntry(file: string, into?: RegularFileOptions["into"]): EntryBytesRead {
+  const read = readRegularFile(file, { limit: MAX_CACHE_ENTRY_BYTES, follow: false, ...(into ? { into } : {}) });
   if ("bytes" in read) return { bytes: read.bytes };
   if (read.reason === "missing") return undefined;
   return { unreadable: read.reason === "error" ? read.code : read.reason };

@@ -33,6 +33,12 @@ export interface RegularFileOptions {
    * buffer each time, which the caller may keep (`v8.deserialize` makes views of it).
    */
   reuse?: boolean;
+  /**
+   * Where to read: called once the size is known with the bytes needed (the size and one more), it
+   * gives a buffer of at least that many, and the bytes returned are a view of it (discover's reader
+   * thread reads a batch of files into one buffer, ADR 0017x).
+   */
+  into?: (bytes: number) => Buffer;
 }
 
 /** The buffer {@link readRegularFile} reads into with `reuse`. */
@@ -68,7 +74,8 @@ export function readRegularFile(absolute: string, options: RegularFileOptions): 
     const size = Number(stat.size);
     if (size > options.limit) return { reason: "too large", size };
     let into: Buffer;
-    if (options.reuse) {
+    if (options.into) into = options.into(size + 1).subarray(0, size + 1);
+    else if (options.reuse) {
       if (!scratch || scratch.length < size + 1) scratch = Buffer.allocUnsafeSlow(Math.max(size + 1, 1 << 16));
       into = scratch.subarray(0, size + 1);
     } else into = Buffer.allocUnsafeSlow(size + 1);

@@ -5,7 +5,7 @@ import { createDiagnostic, Diagnostics } from "../diagnostics/catalogue.js";
 import type { Diagnostic } from "../diagnostics/diagnostic.js";
 import type { SourceFile } from "../discover/discoverProject.js";
 import type { CacheEntryRead } from "../discover/readCache.js";
-import { cacheKey, decodeCacheEntry, encodeCacheEntry } from "../support/cacheEntry.js";
+import { cacheKey, decodeCacheEntry, encodeCacheEntry, readPayload } from "../support/cacheEntry.js";
 import { compareStrings } from "../support/compare.js";
 import { packageFileUrl, packageRoot, readPackageFile } from "../support/package-root.js";
 import type { ParsedData } from "./parseContracts.js";
@@ -133,16 +133,21 @@ export function cacheContext(configs: readonly SourceFile[]): string {
   return hash.digest("hex");
 }
 
-/** The key of each file's entry, by path, under `context` ({@link cacheContext}). */
-export function parseCacheKeys(files: readonly SourceFile[], context: string): Map<string, string> {
-  return new Map(files.map((f) => [f.path, cacheKey(context, f.path, f.bytes)]));
+/**
+ * The key of each file's entry, by path, under `context` ({@link cacheContext}); `known`: keys
+ * already made of those very bytes under a context (discover's reader thread, ADR 0017x), taken
+ * when that context is this one.
+ */
+export function parseCacheKeys(files: readonly SourceFile[], context: string, known?: { context: string; keys: ReadonlyMap<string, string> }): Map<string, string> {
+  const made = known?.context === context ? known.keys : undefined;
+  return new Map(files.map((f) => [f.path, made?.get(f.path) ?? cacheKey(context, f.path, f.bytes)]));
 }
 
 /**
  * One compile's cache of `files` (every contract and config file): their keys under
  * {@link cacheContext} of `configs`, the entries discover read for them (`read` gets the keys),
  * nothing read or looked up yet (`read` reads one entry, when it is looked up); each new entry goes
- * to `store` as it is made.
+ * to `store` as it is made. `known`: keys discover's reader thread made ({@link parseCacheKeys}).
  */
 export function openParseCache(
   files: readonly SourceFile[],
@@ -151,8 +156,9 @@ export function openParseCache(
   read: (key: string) => CacheEntryRead,
   isVerdict: (verdict: unknown) => boolean,
   store: (key: string, bytes: Uint8Array) => void,
+  known?: { context: string; keys: ReadonlyMap<string, string> },
 ): ParseCache {
-  const keys = parseCacheKeys(files, cacheContext(configs));
+  const keys = parseCacheKeys(files, cacheContext(configs), known);
   return { compiler, keys, read, isVerdict, store, problems: new Map(), hits: 0, parsed: 0 };
 }
 
@@ -182,7 +188,8 @@ export function lookupParseCache(files: readonly SourceFile[], cache: ParseCache
       cache.problems.set(file.path, { problem: "unreadable", detail: read.unreadable });
       return undefined;
     }
-    const decoded = decodeCacheEntry(read.bytes, { key, compiler: cache.compiler });
+    // Checked already by discover's reader thread (ADR 0017x), or here.
+    const decoded = "checked" in read ? ("payload" in read.checked ? readPayload(read.checked.payload) : read.checked) : decodeCacheEntry(read.bytes, { key, compiler: cache.compiler });
     if ("problem" in decoded) {
       cache.problems.set(file.path, decoded);
       return undefined;

@@ -73,13 +73,27 @@ export function encodeCacheEntry(key: string, compiler: string, value: unknown):
   return Buffer.concat([MAGIC, length, json, payload]);
 }
 
+/** An entry whose header and payload hash were checked ({@link checkCacheEntry}): its payload, not yet deserialised, or why it cannot be used. */
+export type CheckedEntry = { payload: Uint8Array } | { problem: "damaged" | "foreign"; detail: string };
+
 /**
  * Reads an entry's bytes. Never throws: what is not an entry, is cut short or altered (its
  * payload's sha256 or size differs, or it names another key) is `damaged`; an entry of another
  * cache format, compiler version or V8 version is `foreign`. Only a payload whose hash matches is
- * deserialised.
+ * deserialised. {@link checkCacheEntry} then {@link readPayload}.
  */
 export function decodeCacheEntry(bytes: Uint8Array, expected: CacheExpectation): DecodedEntry {
+  const checked = checkCacheEntry(bytes, expected);
+  return "payload" in checked ? readPayload(checked.payload) : checked;
+}
+
+/**
+ * {@link decodeCacheEntry}'s checks, everything short of `v8.deserialize`: the magic line, the
+ * header (format, compiler, V8, key, payload size) and the payload's sha256. Pure and
+ * thread-agnostic, so discover's reader thread runs it on an entry before the calling thread
+ * deserialises it (ADR 0017x). The payload is a view of `bytes`.
+ */
+export function checkCacheEntry(bytes: Uint8Array, expected: CacheExpectation): CheckedEntry {
   const data = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const prefix = Math.min(data.byteLength, MAGIC.byteLength);
   if (!data.subarray(0, prefix).equals(MAGIC.subarray(0, prefix))) return { problem: "damaged", detail: "not a cache entry" };
@@ -101,6 +115,15 @@ export function decodeCacheEntry(bytes: Uint8Array, expected: CacheExpectation):
   const payload = data.subarray(headerStart + headerLength);
   if (payload.byteLength !== header.payloadBytes) return { problem: "damaged", detail: payload.byteLength < Number(header.payloadBytes) ? "cut short" : "longer than its header says" };
   if (createHash("sha256").update(payload).digest("hex") !== header.payloadSha256) return { problem: "damaged", detail: "its content does not match its sha256" };
+  return { payload };
+}
+
+/**
+ * `v8.deserialize` of a payload {@link checkCacheEntry} passed; `damaged` when it cannot be read
+ * back. Typed arrays in the value are views of `payload`'s buffer (Node's deserialiser), so a
+ * caller copies what it keeps.
+ */
+export function readPayload(payload: Uint8Array): DecodedEntry {
   try {
     return { value: v8.deserialize(payload) };
   } catch (error) {
