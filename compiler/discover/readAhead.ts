@@ -1,6 +1,7 @@
 import path from "node:path";
-import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from "node:worker_threads";
+import { receiveMessageOnPort, type MessagePort } from "node:worker_threads";
 import { packageFileUrl } from "../support/package-root.js";
+import { spawnThread } from "../support/threadJob.js";
 import { openCacheReader, type CacheEntryRead } from "./readCache.js";
 import { readRegularFile, type RegularFileRead, type RegularFileRefusal } from "./regularFile.js";
 
@@ -166,29 +167,21 @@ export function startReadAhead(root: string, options: { limit: number; folder: s
   if (!script) return undefined;
   const signal = new SharedArrayBuffer(16);
   const counters = new Int32Array(signal);
-  const { port1, port2 } = new MessageChannel();
-  const input: AheadInput = {
+  // A thread that throws outside its try (a script that cannot load) is an 'error' event, after
+  // the compile: nothing to do then (its files were claimed by nobody, so read here).
+  const started = spawnThread(script, (port): AheadInput => ({
     root,
     limit: options.limit,
     folder: options.folder,
     signal,
-    port: port2,
+    port,
     lead: LEAD_BATCHES,
     batchFiles: BATCH_FILES,
     claimEntries: CLAIM_ENTRIES,
     arenaBytes: ARENA_BYTES,
-  };
-  let worker: Worker;
-  try {
-    worker = new Worker(script, { workerData: input, transferList: [port2] });
-    worker.unref();
-    // A thread that throws outside its try (a script that cannot load) is an 'error' event, after
-    // the compile: nothing to do then (its files were claimed by nobody, so read here).
-    worker.on("error", () => {});
-  } catch {
-    port1.close();
-    return undefined;
-  }
+  }));
+  if (!started) return undefined;
+  const { worker, port: port1 } = started;
   let alive = true;
   const stop = (): void => {
     if (!alive) return;

@@ -32,6 +32,28 @@ export interface ThreadJob<R> {
 }
 
 /**
+ * Starts a worker thread on `script` that does not keep the process alive (`unref`), with a
+ * message port of its own: `workerData(port)` is its `workerData`, holding `port` (the thread's
+ * end, transferred with `transfer`, the ArrayBuffers it takes over); the caller keeps the other
+ * end. An error the thread throws is its caller's to notice (a reply that never comes), never the
+ * process's: an 'error' event without a listener would be thrown when the event loop next runs.
+ * Undefined when the thread cannot be created (`new Worker` throws). The one start of ADR 0017w's
+ * jobs and ADR 0017x's reader thread.
+ */
+export function spawnThread(script: URL, workerData: (port: MessagePort) => unknown, transfer: ArrayBuffer[] = []): { worker: Worker; port: MessagePort } | undefined {
+  const { port1, port2 } = new MessageChannel();
+  try {
+    const worker = new Worker(script, { workerData: workerData(port2), transferList: [port2, ...transfer] });
+    worker.unref();
+    worker.on("error", () => {});
+    return { worker, port: port1 };
+  } catch {
+    port1.close();
+    return undefined;
+  }
+}
+
+/**
  * Starts `script` on `input` (with `transfer`: the ArrayBuffers it takes over, zero-copy; the
  * caller can no longer read them, even when the thread fails). Undefined when the thread cannot be
  * created. `stallMs`: {@link STALL_MS}, shorter in tests.
@@ -39,19 +61,9 @@ export interface ThreadJob<R> {
 export function startThreadJob<I, R>(script: URL, input: I, transfer: ArrayBuffer[] = [], stallMs = STALL_MS): ThreadJob<R> | undefined {
   const signal = new SharedArrayBuffer(4);
   const counter = new Int32Array(signal);
-  const { port1, port2 } = new MessageChannel();
-  let worker: Worker;
-  try {
-    const data: ThreadJobData<I> = { input, signal, port: port2 };
-    worker = new Worker(script, { workerData: data, transferList: [port2, ...transfer] });
-    worker.unref();
-    // A thread that throws is given up like one that stalls; its error is not the process's
-    // (an 'error' event without a listener would be thrown when the event loop next runs).
-    worker.on("error", () => {});
-  } catch {
-    port1.close();
-    return undefined;
-  }
+  const started = spawnThread(script, (port): ThreadJobData<I> => ({ input, signal, port }), transfer);
+  if (!started) return undefined;
+  const { worker, port: port1 } = started;
   let settled = false;
   let reply: R | undefined;
   return {
