@@ -296,6 +296,13 @@ export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputW
     createdFolders.length = 0;
   };
   const stop = (diagnostic: Diagnostic): void => {
+    // A file the staging thread is at was offered before this one: its failure comes first and is
+    // the write's one failure, as when the calling thread stages it (ADR 0017w); a later file's
+    // failure, here, is then never tried in that order, so it is not said.
+    if (staging) {
+      settle();
+      if (stopped) return;
+    }
     diagnostics.push(diagnostic);
     if (!stopped) unstage();
     stopped = true;

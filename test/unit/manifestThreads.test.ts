@@ -122,6 +122,23 @@ describe("the write's staging thread", () => {
     expect(runs[0]).toEqual(runs[1]);
   });
 
+  it("says only the thread's failure when a file offered after it fails too, as the calling thread does (a full disk)", () => {
+    const manifest = manifestText(256);
+    const later = `generated/dags/${"n".repeat(245)}.py`;
+    const runs = [THREAD, { script: null }].map((thread) => {
+      const dir = root();
+      fs.mkdirSync(path.join(dir, "generated"));
+      const w = openWrite(defaultLayout(dir), { check: false, thread });
+      w.add(TOO_LONG, manifest.text, manifest.bytes());
+      w.add(later, `${HEADER}n = 1\n`);
+      const result = w.finish();
+      expect(tree(dir).filter((f) => f.includes(".tmp-"))).toEqual([]);
+      return result.diagnostics.map((d) => [d.code, d.location?.file]);
+    });
+    expect(runs[1]).toEqual([["CA9003", TOO_LONG]]);
+    expect(runs[0]).toEqual(runs[1]);
+  });
+
   it("removes what the thread staged when the write is discarded", () => {
     const dir = root();
     const w = openWrite(defaultLayout(dir), { check: false, thread: THREAD });
