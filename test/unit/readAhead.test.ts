@@ -10,9 +10,8 @@ import { readRegularFile } from "../../compiler/discover/regularFile.js";
 import { PARSE_CACHE_FOLDER } from "../../compiler/parse/parseCache.js";
 import { compileProject, type CompileOptions, type CompileResult } from "../../compiler/pipeline.js";
 import { cacheKey } from "../../compiler/support/cacheEntry.js";
-import { snapshot } from "./helpers.js";
+import { corpusCopies, snapshot } from "./helpers.js";
 // @ts-expect-error -- plain JavaScript module of the benchmark (scripts/bench), no type declarations
-import { writeCorpus } from "../../scripts/bench/corpus.mjs";
 
 // Discover's reader thread (ADR 0017x) changes who reads the contracts and their cache entries,
 // never what a compile gives: the same diagnostics in the same order, the same sources, the same
@@ -20,20 +19,12 @@ import { writeCorpus } from "../../scripts/bench/corpus.mjs";
 
 const CONTRACTS = 300;
 
-const corpus = (() => {
-  let made: string | undefined;
-  return (): string => {
-    if (made) return made;
-    made = fs.mkdtempSync(path.join(os.tmpdir(), "ca-ahead-corpus-"));
-    writeCorpus({ contracts: CONTRACTS, seed: 20261202, root: made });
-    return made;
-  };
-})();
+/** Fresh copies of the corpus (`corpusCopies`, generated once). */
+const copy = corpusCopies("ca-ahead", CONTRACTS, 20261202);
 
 /** A fresh copy of the corpus with a warm cache (written without the thread). */
 function warmCopy(): string {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), "ca-ahead-"));
-  fs.cpSync(corpus(), root, { recursive: true });
+  const root = copy();
   compileProject(defaultLayout(root), { write: "write", cache: true, readAhead: false });
   return root;
 }
@@ -130,8 +121,7 @@ describe("discover's reader thread (ADR 0017x)", () => {
   });
 
   it("is not started without a parse cache folder, or below its size", () => {
-    const root = fs.mkdtempSync(path.join(os.tmpdir(), "ca-ahead-cold-"));
-    fs.cpSync(corpus(), root, { recursive: true });
+    const root = copy();
     // A first compile: nothing to read ahead.
     expect(compile(root, {}).cache?.readAhead).toBeUndefined();
     // About 300 contracts: below MIN_READ_AHEAD_FILES.
