@@ -100,6 +100,22 @@ const mib = (kb) => `${(kb / 1024).toFixed(0)} MiB`;
 const x = (r) => (Number.isFinite(r) ? `${r.toFixed(2)}x` : "n/a");
 const verdict = (ok) => (ok === undefined ? "n/a " : ok ? "PASS" : "MISS");
 const work = fs.mkdtempSync(path.join(os.tmpdir(), "contract-assets-bench-"));
+
+/**
+ * Moves `dir` (when it is there) into the work folder's set-aside/ instead of deleting it; the
+ * work folder goes at the end. A timed run that creates thousands of files must not follow the
+ * deletion of thousands of others: on ext4 without a journal (this bench's VM) each new inode is
+ * looked for past every inode of its group deleted in the last 60 s (5 min while the inode table
+ * is unwritten: the kernel's `recently_deleted`), which made a cold compile of 10,000 right after
+ * `rm -rf generated/` take 1.7-1.9x as long, 8-10 s of it kernel time (ADR 0017y).
+ */
+let setAsideCount = 0;
+function setAside(dir) {
+  if (!fs.existsSync(dir)) return;
+  const bin = path.join(work, "set-aside");
+  fs.mkdirSync(bin, { recursive: true });
+  fs.renameSync(dir, path.join(bin, `${setAsideCount++}-${path.basename(dir)}`));
+}
 const resultsPath = path.resolve(option("--out", path.join(os.tmpdir(), `contract-assets-bench-${new Date().toISOString().replace(/[:.]/g, "-")}.json`)));
 
 function gnuTime() {
@@ -285,7 +301,7 @@ for (const n of SIZES) {
   const floors = [];
   let summary = "";
   for (let i = 0; i < RUNS(n); i++) {
-    fs.rmSync(path.join(root, "generated"), { recursive: true, force: true });
+    setAside(path.join(root, "generated"));
     const c = measureNode(BIN, ["compile", "--no-cache", "--root", root]);
     if (c.exit !== 0) die(`compile of the ${n}-contract corpus exited ${c.exit}:\n${c.stderr.split("\n").slice(-20).join("\n")}`);
     summary = c.stderr.trim().split("\n").pop();
@@ -320,8 +336,8 @@ const big = SIZES[SIZES.length - 1];
 {
   // The same cold compile with its parse in the main thread (ADR 0017e), for what the workers give.
   const root = path.join(work, `corpus-${big}`);
-  fs.rmSync(path.join(root, "generated"), { recursive: true, force: true });
-  const c = measureNode(BIN, ["compile", "--workers", "0", "--root", root]);
+  setAside(path.join(root, "generated"));
+  const c = measureNode(BIN, ["compile", "--no-cache", "--workers", "0", "--root", root]);
   if (c.exit !== 0) die(`compile --workers 0 of the ${big}-contract corpus exited ${c.exit}:\n${c.stderr.split("\n").slice(-20).join("\n")}`);
   const r = results.compile[big];
   // What compile chose by default for this corpus's contracts (parseContracts: the files it parses).
@@ -439,8 +455,8 @@ for (const n of SIZES) {
   // and cache; the last run's cache is the warm one below).
   const firsts = [];
   for (let i = 0; i < POPULATE_RUNS(n); i++) {
-    fs.rmSync(gen, { recursive: true, force: true });
-    fs.rmSync(cacheDir, { recursive: true, force: true });
+    setAside(gen);
+    setAside(cacheDir);
     const first = measureNode(BIN, ["compile", "--cache", "--root", root]);
     if (first.exit !== 0) die(`compile --cache of ${n} exited ${first.exit}:\n${first.stderr.split("\n").slice(-20).join("\n")}`);
     firsts.push(first);
@@ -461,8 +477,8 @@ for (const n of SIZES) {
   }
   // The same contracts compiled cold must give the same bytes.
   const warm = digests(gen);
-  fs.rmSync(gen, { recursive: true, force: true });
-  fs.rmSync(cacheDir, { recursive: true, force: true });
+  setAside(gen);
+  setAside(cacheDir);
   const cold = run(NODE, [BIN, "compile", "--no-cache", "--root", root]);
   if (cold.exit !== 0) die(`cold compile of ${n} after the edits exited ${cold.exit}`);
   const coldDigests = digests(gen);
@@ -553,7 +569,7 @@ const compileMisses = results.targets.compileVsFloor.pass === false || results.t
 if (flag("--profile") || compileMisses) {
   out(`\n== profile: node --cpu-prof, cold compile of ${big} contracts (${compileMisses ? "a compiler target missed" : "--profile"})`);
   const root = path.join(work, `corpus-${big}`);
-  fs.rmSync(path.join(root, "generated"), { recursive: true, force: true });
+  setAside(path.join(root, "generated"));
   const dir = path.join(work, "cpu-profile");
   const p = run(NODE, ["--cpu-prof", "--cpu-prof-dir", dir, BIN, "compile", "--no-cache", "--root", root]);
   const file = fs.existsSync(dir) ? fs.readdirSync(dir).find((f) => f.endsWith(".cpuprofile")) : undefined;
@@ -562,6 +578,20 @@ if (flag("--profile") || compileMisses) {
     results.profile = { size: big, ...s };
     out(formatSummary(s, "   ").replace(/\n$/, "").split("\n").map((l) => "   " + l.trimStart()).join("\n"));
   } else out(`   profile failed (exit ${p.exit})`);
+}
+{
+  // What the set-aside keeps out of the figures (ADR 0017y): a cold compile right after deleting
+  // the generated/ of the one before; the last of the compiler's runs, so no timed one follows it.
+  // Shown, not a target: the time it adds is the file system's, and a fresh clone has no recently
+  // deleted files.
+  out(`\n== cold compile of ${big} right after rm -rf generated/ (1 run, not a target)`);
+  const root = path.join(work, `corpus-${big}`);
+  fs.rmSync(path.join(root, "generated"), { recursive: true, force: true });
+  const c = measureNode(BIN, ["compile", "--no-cache", "--root", root]);
+  if (c.exit !== 0) die(`compile right after rm -rf generated/ of the ${big}-contract corpus exited ${c.exit}:\n${c.stderr.split("\n").slice(-20).join("\n")}`);
+  const r = results.compile[big];
+  r.afterDelete = { wallMs: round(c.wallMs, 1), cpuS: round(c.cpuS, 2), ratioWall: round(c.wallMs / r.floorWallMs, 3) };
+  out(`   ${sec(c.wallMs)} (${c.cpuS.toFixed(2)} s cpu), ${x(r.afterDelete.ratioWall)} the floor (cold ${x(r.ratioWall)}); the file system looks past the files just deleted for each new one (ADR 0017y)`);
 }
 
 // ------------------------------------------------------------------------------------ airflow
