@@ -3,6 +3,7 @@ import path from "node:path";
 import { createDiagnostic, Diagnostics } from "../diagnostics/catalogue.js";
 import type { Diagnostic, StageResult } from "../diagnostics/diagnostic.js";
 import { compareStrings } from "../support/compare.js";
+import { isLeftOverTemporary } from "./leftOver.js";
 
 /** What {@link writeCacheEntries} did. */
 export interface CacheWriteReport {
@@ -16,14 +17,11 @@ const SELF_IGNORE = "# Written by contract-assets: the incremental cache, never 
 /** https://bford.info/cachedir/: backup and archiving tools skip the folder. */
 const CACHEDIR_TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by contract-assets.\n";
 
-/** A temporary file older than this is left over from a compile that stopped half way; removed. */
-const STALE_TEMPORARY_MS = 10 * 60 * 1000;
-
 let temporaries = 0;
 
 /** An entry's name, `<sha256 hex>.bin`, and a temporary one, `<sha256 hex>.bin.<pid>.<n>.tmp`. */
 const ENTRY_NAME = /^([0-9a-f]{64})\.bin$/;
-const TEMPORARY_NAME = /^[0-9a-f]{64}\.bin\.\d+\.\d+\.tmp$/;
+const TEMPORARY_NAME = /^[0-9a-f]{64}\.bin\.(\d+)\.\d+\.tmp$/;
 
 /**
  * Creates `folder` (project-relative, POSIX) below `root` one folder at a time, never through a
@@ -137,14 +135,15 @@ export function openCacheWrite(root: string, top: string, folder: string, notWri
       for (const found of entries) {
         const name = found.name;
         const entry = ENTRY_NAME.exec(name);
-        if ((!entry && !TEMPORARY_NAME.test(name)) || !found.isFile()) continue;
+        const temporary = entry ? null : TEMPORARY_NAME.exec(name);
+        if ((!entry && !temporary) || !found.isFile()) continue;
         if (entry && (keep.has(entry[1]!) || written.has(entry[1]!))) continue;
         const file = path.join(dir, name);
         try {
           if (entry) {
             fs.rmSync(file, { force: true });
             report.removed++;
-          } else if (now - (fs.lstatSync(file, { throwIfNoEntry: false })?.mtimeMs ?? now) > STALE_TEMPORARY_MS) fs.rmSync(file, { force: true });
+          } else if (isLeftOverTemporary(Number(temporary![1]), fs.lstatSync(file, { throwIfNoEntry: false })?.mtimeMs ?? now, now)) fs.rmSync(file, { force: true });
         } catch (error) {
           failures.push({ path: `${folder}/${name}`, reason: reasonOf(error) });
         }

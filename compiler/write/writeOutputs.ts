@@ -10,6 +10,7 @@ import { GENERATED_HEADER_PREFIX, type FileMap } from "../render/renderModules.j
 import { compareStrings } from "../support/compare.js";
 import { sameStamp, stampOf, type FileStamp } from "../support/fileStamp.js";
 import { utf8Chunks } from "../support/utf8.js";
+import { isLeftOverTemporary } from "./leftOver.js";
 import { startStagingThread, type StageThreadOptions, type StagingThread } from "./stageThread.js";
 
 /** What writing (or checking) did, by project-relative path, each list sorted. */
@@ -135,23 +136,31 @@ function fileHasDigest(absolute: string, digest: Uint8Array, stamp?: FileStamp):
 function temporarySuffix(): string {
   return `.tmp-${process.pid}-${randomBytes(4).toString("hex")}`;
 }
-/** The end of a temporary's name ({@link temporarySuffix}), whichever write staged it. */
-const TEMPORARY = /\.tmp-\d+-[0-9a-f]{8}$/;
+/** The end of a temporary's name ({@link temporarySuffix}), whichever write staged it; group 1 its writer's process id. */
+const TEMPORARY = /\.tmp-(\d+)-[0-9a-f]{8}$/;
 
 /**
  * The files of the output folder (within `scope`) that no rendered file is: the generated ones
  * (with the header) to delete, the others (hand-written) to report. A temporary left beside a
  * file this compile renders, by a write killed before its renames, is the compiler's whatever it
  * holds (the manifest's is JSON, one killed before its first byte is empty): stale, deleted.
+ * A temporary of another compile still writing (its process running, the file younger than
+ * `STALE_TEMPORARY_MS`: `isLeftOverTemporary`) is neither: that compile renames it next.
  * `skip`: this write's own temporaries, staged beside their targets before the folder is listed.
  */
 function staleOutputs(layout: ProjectLayout, rendered: ReadonlySet<string>, scope: WriteScope, skip?: string): Pick<WriteReport, "deleted" | "foreign"> {
   const out: Pick<WriteReport, "deleted" | "foreign"> = { deleted: [], foreign: [] };
   for (const relative of existingOutputs(layout, scope)) {
     if (rendered.has(relative) || (skip !== undefined && relative.endsWith(skip))) continue;
-    if (TEMPORARY.test(relative) && rendered.has(relative.replace(TEMPORARY, ""))) {
-      out.deleted.push(relative);
-      continue;
+    const temporary = TEMPORARY.exec(relative);
+    if (temporary) {
+      const mtimeMs = fs.lstatSync(path.join(layout.root, relative), { throwIfNoEntry: false })?.mtimeMs;
+      // Gone since the listing: its write renamed it.
+      if (mtimeMs === undefined || !isLeftOverTemporary(Number(temporary[1]), mtimeMs)) continue;
+      if (rendered.has(relative.replace(TEMPORARY, ""))) {
+        out.deleted.push(relative);
+        continue;
+      }
     }
     const text = readIfExists(path.join(layout.root, relative)) ?? "";
     (text.startsWith(GENERATED_HEADER_PREFIX) ? out.deleted : out.foreign).push(relative);

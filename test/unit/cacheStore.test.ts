@@ -8,6 +8,7 @@ import { usesCache } from "../../compiler/cli.js";
 import { MAX_CACHE_ENTRY_BYTES, openCacheReader, readCacheEntries } from "../../compiler/discover/readCache.js";
 import { CACHE_FORMAT, CACHE_MAGIC, cacheKey, decodeCacheEntry, encodeCacheEntry } from "../../compiler/support/cacheEntry.js";
 import { openCacheWrite, writeCacheEntries } from "../../compiler/write/writeCache.js";
+import { exitedProcessId } from "./helpers.js";
 
 // The incremental cache's store (ADR 0017c): entry bytes, reading and writing them. The cache in a
 // compile is tested in test/property/incrementalCache.test.ts.
@@ -158,18 +159,21 @@ describe("the cache folder", () => {
     expect(pruned.diagnostics).toEqual([]);
     expect(fs.readdirSync(path.join(root, folder)).sort()).toEqual([`${A}.bin`, `${C}.bin`, "notes.bin"]);
     // Pruned by the types readdir gives (ADR 0017q): a link named like an unused entry is not a
-    // regular file, so neither it nor what it points at is removed; a temporary of a compile that
-    // stopped ten minutes ago and more is, a younger one is not.
+    // regular file, so neither it nor what it points at is removed. A temporary of a compile still
+    // writing (its process running: this one's parent) is kept unless it is ten minutes old and
+    // more; one of a compile that stopped (its process gone) is removed at once.
     const outside = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "ca-outside-")), "kept.txt");
     fs.writeFileSync(outside, "not the cache's\n");
     fs.symlinkSync(outside, path.join(root, folder, `${D}.bin`));
-    const [old, young] = [`${B}.bin.4242.1.tmp`, `${B}.bin.4242.2.tmp`].map((n) => path.join(root, folder, n)) as [string, string];
+    const running = process.ppid;
+    const [old, young, stopped] = [`${B}.bin.${running}.1.tmp`, `${B}.bin.${running}.2.tmp`, `${B}.bin.${exitedProcessId()}.3.tmp`].map((n) => path.join(root, folder, n)) as [string, string, string];
     fs.writeFileSync(old, "old");
     fs.writeFileSync(young, "young");
+    fs.writeFileSync(stopped, "stopped");
     fs.utimesSync(old, new Date(Date.now() - 11 * 60_000), new Date(Date.now() - 11 * 60_000));
     const again = writeCacheEntries(root, top, folder, new Map(), new Set([C]));
     expect(again).toEqual({ value: { written: 0, removed: 0 }, diagnostics: [] });
-    expect(fs.readdirSync(path.join(root, folder)).sort()).toEqual([`${A}.bin`, `${B}.bin.4242.2.tmp`, `${C}.bin`, `${D}.bin`, "notes.bin"]);
+    expect(fs.readdirSync(path.join(root, folder)).sort()).toEqual([`${A}.bin`, `${B}.bin.${running}.2.tmp`, `${C}.bin`, `${D}.bin`, "notes.bin"]);
     expect(fs.readFileSync(outside, "utf8")).toBe("not the cache's\n");
     fs.rmSync(path.join(root, folder, `${D}.bin`));
 

@@ -119,3 +119,15 @@ export function random(seed: number): () => number {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
+
+/**
+ * The process id of a process that ran and exited (reaped): no process has it until the kernel
+ * hands it out again, which it does only after every other free id (ids count up), so a temporary
+ * named after it reads as left over by a write that stopped.
+ */
+export function exitedProcessId(): number {
+  const child = spawnSync(process.execPath, ["-e", "process.stdout.write(String(process.pid))"], { encoding: "utf8" });
+  const pid = Number(child.stdout);
+  if (child.status !== 0 || !Number.isSafeInteger(pid) || pid <= 0) throw new Error(`a child node process did not report its id: ${child.stderr}`);
+  return pid;
+}

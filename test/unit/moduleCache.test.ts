@@ -15,7 +15,7 @@ import { CACHE_MAGIC, decodeCacheEntry } from "../../compiler/support/cacheEntry
 import { RACY_MARGIN_NS, readStamp, sameStamp, stampOf, trustedStamp, writeStamps, type FileStamp } from "../../compiler/support/fileStamp.js";
 import { COMPILER_NAME, COMPILER_VERSION } from "../../compiler/version.js";
 import { openWrite } from "../../compiler/write/writeOutputs.js";
-import { modulesToRender, REPO, snapshot, corpusCopies, compileRoot } from "./helpers.js";
+import { modulesToRender, REPO, snapshot, corpusCopies, compileRoot, exitedProcessId } from "./helpers.js";
 
 // The render stage's incremental cache (ADR 0017n): a DAG module whose inputs are the index's and
 // whose file holds the index's hash is not rendered. What it skips must be what a render would
@@ -102,7 +102,7 @@ describe("the render stage's incremental cache", () => {
     expect(fs.statSync(path.join(root, MODULE_INDEX_PATH)).isFile()).toBe(true);
     // Nothing changed: every module is found on the disk by its hash, none rendered; a temporary a
     // killed write left beside one is still stale (ADR 0017i), since the module counts as added.
-    const temporary = `${all[0]!}.tmp-4242-0badcafe`;
+    const temporary = `${all[0]!}.tmp-${exitedProcessId()}-0badcafe`;
     fs.writeFileSync(path.join(root, temporary), "");
     const again = compile(root, { cache: true });
     expect(again.cache?.modules).toEqual({ unchanged: all.length, rendered: 0 });

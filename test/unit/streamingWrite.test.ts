@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { defaultLayout } from "../../compiler/discover/discoverProject.js";
 import { compileProject } from "../../compiler/pipeline.js";
 import { openWrite } from "../../compiler/write/writeOutputs.js";
-import { copyBundledProject, snapshot, tree } from "./helpers.js";
+import { copyBundledProject, exitedProcessId, snapshot, tree } from "./helpers.js";
 
 // The write stage fed file by file as render produces them (ADR 0017i): no rendered text is kept
 // by a write, and the write is as atomic as when it was handed the whole map (ADR 0004): a target
@@ -49,18 +49,42 @@ describe("a compile that writes", () => {
     const module = [...compileProject(layout).files!.keys()].find((f) => f.startsWith("generated/dags/"))!;
     // Left by a write killed before its renames: the manifest's (JSON, no header) and a module's
     // killed before its first byte (empty); and one beside no rendered file, which stays foreign.
-    const left = { manifest: "generated/manifest.json.tmp-4242-0a1b2c3d", module: `${module}.tmp-4242-0a1b2c3d` };
+    const pid = exitedProcessId();
+    const left = { manifest: `generated/manifest.json.tmp-${pid}-0a1b2c3d`, module: `${module}.tmp-${pid}-0a1b2c3d` };
     fs.writeFileSync(path.join(root, left.manifest), '{\n  "manifestVersion": 2\n');
     fs.writeFileSync(path.join(root, left.module), "");
-    fs.writeFileSync(path.join(root, "generated/notes.txt.tmp-4242-0a1b2c3d"), "kept\n");
+    fs.writeFileSync(path.join(root, `generated/notes.txt.tmp-${pid}-0a1b2c3d`), "kept\n");
     const check = compileProject(layout, { write: "check" });
     expect(check.written!.deleted).toEqual([left.manifest, left.module].sort());
     expect(check.diagnostics.filter((d) => d.code === "CA9001").map((d) => d.location?.file)).toEqual([left.manifest, left.module].sort());
     const written = compileProject(layout, { write: "write" });
     expect(written.written!.deleted).toEqual([left.manifest, left.module].sort());
-    expect(written.written!.foreign).toEqual(["generated/notes.txt.tmp-4242-0a1b2c3d"]);
+    expect(written.written!.foreign).toEqual([`generated/notes.txt.tmp-${pid}-0a1b2c3d`]);
     for (const file of Object.values(left)) expect(fs.existsSync(path.join(root, file)), file).toBe(false);
-    expect(fs.readFileSync(path.join(root, "generated/notes.txt.tmp-4242-0a1b2c3d"), "utf8")).toBe("kept\n");
+    expect(fs.readFileSync(path.join(root, `generated/notes.txt.tmp-${pid}-0a1b2c3d`), "utf8")).toBe("kept\n");
+  });
+
+  it("leaves the temporaries of a compile still writing in another process where they are, unless they are ten minutes old", () => {
+    const root = project();
+    const layout = defaultLayout(root);
+    compileProject(layout, { write: "write" });
+    const module = [...compileProject(layout).files!.keys()].find((f) => f.startsWith("generated/dags/"))!;
+    // Staged by another compile of the same project, whose process (this one's parent) is running:
+    // it renames them next, so they are neither deleted nor reported, by --check or by a write.
+    const running = process.ppid;
+    const theirs = { manifest: `generated/manifest.json.tmp-${running}-0a1b2c3d`, module: `${module}.tmp-${running}-0a1b2c3d`, other: `generated/notes.txt.tmp-${running}-0a1b2c3d` };
+    const old = `${module}.tmp-${running}-0e0e0e0e`;
+    for (const file of [...Object.values(theirs), old]) fs.writeFileSync(path.join(root, file), "");
+    // One as old as no write of a compile runs: left over, whatever its name says.
+    fs.utimesSync(path.join(root, old), new Date(Date.now() - 11 * 60_000), new Date(Date.now() - 11 * 60_000));
+    const check = compileProject(layout, { write: "check" });
+    expect(check.written!.deleted).toEqual([old]);
+    expect(check.written!.foreign).toEqual([]);
+    const written = compileProject(layout, { write: "write" });
+    expect(written.written!.deleted).toEqual([old]);
+    expect(written.written!.foreign).toEqual([]);
+    for (const file of Object.values(theirs)) expect(fs.existsSync(path.join(root, file)), file).toBe(true);
+    expect(fs.existsSync(path.join(root, old))).toBe(false);
   });
 
   it("leaves the output folder as it was when a target late in render order is blocked", () => {
