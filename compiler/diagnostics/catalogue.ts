@@ -101,6 +101,11 @@ export const Diagnostics = {
     "error",
     (a) => `the YAML tag ${q(a.tag)} is not supported; contracts use the YAML 1.2 core schema (strings, numbers, booleans, null, lists, mappings)`,
   ),
+  DocumentTooDeep: entry<{ limit: number }>(
+    "CA2015",
+    "error",
+    (a) => `the document nests deeper than ${a.limit} levels of mappings and lists (a contract nests about 8); this is the first one too deep`,
+  ),
   MisplacedDocument: entry<{ kind: string; folder: string }>(
     "CA2012",
     "error",

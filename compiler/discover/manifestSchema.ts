@@ -36,15 +36,61 @@ function manifestValidator(version: number): ValidateFunction {
 }
 
 /**
+ * The deepest a manifest's objects and arrays may nest (the root object is level 1): twice what a
+ * contract document may (64, CA2015, `MAX_DOCUMENT_DEPTH`), so every manifest this compiler writes
+ * passes; a deeper one was edited or made by something else, and would overflow the stack of the
+ * stages that walk the previous state (ADR 0019).
+ */
+export const MAX_MANIFEST_DEPTH = 128;
+
+/** `~` and `/` escaped as a JSON pointer's segment (RFC 6901). */
+const segment = (key: string): string => key.replace(/~/g, "~0").replace(/\//g, "~1");
+
+/**
+ * The JSON pointer of the first object or array (in key order) nested deeper than `limit`, or
+ * undefined. The recursion stops there, so it is `limit` + 1 calls deep at most.
+ */
+function firstDeeperThan(value: unknown, limit: number): string | undefined {
+  const path: string[] = [];
+  const visit = (v: unknown, depth: number): boolean => {
+    if (v === null || typeof v !== "object") return false;
+    if (depth > limit) return true;
+    if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) {
+        path.push(String(i));
+        if (visit(v[i], depth + 1)) return true;
+        path.pop();
+      }
+    } else {
+      for (const key of Object.keys(v)) {
+        path.push(segment(key));
+        if (visit((v as Record<string, unknown>)[key], depth + 1)) return true;
+        path.pop();
+      }
+    }
+    return false;
+  };
+  return visit(value, 1) ? `/${path.join("/")}` : undefined;
+}
+
+/**
  * Checks a parsed manifest against the manifest schema of `version` (`compiler/schemas/manifest/v<N>.schema.json`;
  * ajv, JSON Schema 2020-12). Returns the manifest, or the first problem as `<JSON pointer>: <message>` (the path of
  * the offending field, like the runtime's check names it) with that `pointer`. A version-1
- * manifest is returned as it is (the caller upgrades it, `manifest/manifestV1.ts`).
+ * manifest is returned as it is (the caller upgrades it, `manifest/manifestV1.ts`). A value
+ * nested deeper than {@link MAX_MANIFEST_DEPTH} is refused first, before ajv walks it (`tooDeep`).
  */
 export function checkManifest(
   value: unknown,
   version: number = MANIFEST_VERSION,
-): { manifest: Manifest; problem?: undefined; pointer?: undefined } | { manifest?: undefined; problem: string; pointer: string } {
+): { manifest: Manifest; problem?: undefined; pointer?: undefined } | { manifest?: undefined; problem: string; pointer: string; tooDeep?: true } {
+  const deep = firstDeeperThan(value, MAX_MANIFEST_DEPTH);
+  if (deep !== undefined) {
+    // The first segments name the record; the rest is the same step again and again.
+    const segments = deep.split("/");
+    const shown = segments.length > 8 ? `${segments.slice(0, 7).join("/")}/… (${segments.length - 7} levels more)` : deep;
+    return { problem: `${shown}: nested deeper than ${MAX_MANIFEST_DEPTH} levels, which no manifest this compiler writes is`, pointer: deep, tooDeep: true };
+  }
   const check = manifestValidator(version);
   if (check(value)) return { manifest: value as Manifest };
   const errors = check.errors ?? [];

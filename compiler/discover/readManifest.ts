@@ -3,7 +3,7 @@ import jsonc from "jsonc-parser";
 import { createDiagnostic, Diagnostics } from "../diagnostics/catalogue.js";
 import type { Diagnostic, SourceLocation } from "../diagnostics/diagnostic.js";
 import { MANIFEST_VERSION, type DagPlan, type Manifest, type ManifestV1 } from "../model/manifest.js";
-import { checkManifest } from "./manifestSchema.js";
+import { checkManifest, MAX_MANIFEST_DEPTH } from "./manifestSchema.js";
 
 /** Why a manifest text cannot be used, and where: a UTF-16 offset into the text (0 when the whole text is at fault). */
 export interface ManifestProblem {
@@ -20,6 +20,24 @@ function offsetOfPointer(text: string, pointer: string): number {
     const path = segments.slice(0, length).map((s) => (/^\d+$/.test(s) ? Number(s) : s));
     const node = jsonc.findNodeAtLocation(tree, path);
     if (node) return node.offset;
+  }
+  return 0;
+}
+
+/**
+ * The offset of the first `{` or `[` (outside strings) that opens a level deeper than `limit` in a
+ * text that is valid JSON, or 0 when none does. Iterative: one count.
+ */
+function offsetDeeperThan(text: string, limit: number): number {
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      // A string: skip to its closing quote, over escapes.
+      for (i++; i < text.length && text.charCodeAt(i) !== 0x22; i++) if (text.charCodeAt(i) === 0x5c) i++;
+    } else if (c === 0x7b || c === 0x5b) {
+      if (++depth > limit) return i;
+    } else if (c === 0x7d || c === 0x5d) depth--;
   }
   return 0;
 }
@@ -62,7 +80,8 @@ export function parseManifest(text: string): { manifest: Manifest; problem?: und
   const checked = checkManifest(value, version);
   // A version-1 manifest (an upgraded project's committed previous state) as version 2 holds it.
   if (checked.manifest) return { manifest: version === 1 ? upgradeFromV1(checked.manifest as unknown as ManifestV1) : checked.manifest };
-  return { problem: `not a contract-assets manifest: ${checked.problem}`, offset: offsetOfPointer(text, checked.pointer) };
+  // Too deep for jsonc-parser's tree too (it recurses): the offset is found by counting brackets.
+  return { problem: `not a contract-assets manifest: ${checked.problem}`, offset: checked.tooDeep ? offsetDeeperThan(text, MAX_MANIFEST_DEPTH) : offsetOfPointer(text, checked.pointer) };
 }
 
 /**

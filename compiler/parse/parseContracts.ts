@@ -1,4 +1,4 @@
-import YAML, { isAlias, isMap, isPair, isScalar, isSeq, LineCounter, type Document, type Node, type Scalar, type YAMLMap, type YAMLSeq } from "yaml";
+import { Composer, isAlias, isCollection, isMap, isPair, isScalar, isSeq, LineCounter, Parser, type CST, type Document, type Node, type Scalar, type YAMLMap, type YAMLSeq } from "yaml";
 import { createDiagnostic, Diagnostics } from "../diagnostics/catalogue.js";
 import type { Diagnostic, SourceLocation, StageResult } from "../diagnostics/diagnostic.js";
 import type { SourceFile } from "../discover/discoverProject.js";
@@ -44,6 +44,77 @@ const YAML_OPTIONS = {
   merge: false,
   intAsBigInt: false,
 } as const;
+
+/**
+ * The deepest a document's collections may nest (CA2015): the root mapping is level 1, each
+ * mapping or list inside a collection one more, an alias as deep as what it stands for. A contract
+ * nests about 8 levels; an `extra` or a trigger tree, 32 at most below its field (CA3047).
+ * Checked on the YAML library's token tree, which it builds without recursion, before anything
+ * walks the document recursively (composing it, `toJS`, a structured clone between threads), so a
+ * deeper document is the same error in every thread, whatever its stack (ADR 0019).
+ */
+export const MAX_DOCUMENT_DEPTH = 64;
+
+/**
+ * The offset of the first collection (in text order) of the token streams' documents nested deeper
+ * than `limit` (each collection deeper is not descended into), and whether any collection holds
+ * an alias. Iterative: one flat stack of token, depth pairs.
+ */
+function depthOfTokens(tokens: readonly CST.Token[], limit: number): { tooDeep?: number; aliases: boolean } {
+  const stack: Array<CST.Token | number> = [];
+  for (const token of tokens) if (token.type === "document" && token.value) stack.push(token.value, 1);
+  let tooDeep: number | undefined;
+  let aliases = false;
+  while (stack.length > 0) {
+    const depth = stack.pop() as number;
+    const token = stack.pop() as CST.Token;
+    const type = token.type;
+    if (type === "alias") aliases = true;
+    if (type !== "block-map" && type !== "block-seq" && type !== "flow-collection") continue;
+    if (depth > limit) {
+      if (tooDeep === undefined || token.offset < tooDeep) tooDeep = token.offset;
+      continue;
+    }
+    for (const item of token.items) {
+      if (item.key) stack.push(item.key, depth + 1);
+      if (item.value) stack.push(item.value, depth + 1);
+    }
+  }
+  return tooDeep === undefined ? { aliases } : { tooDeep, aliases };
+}
+
+/**
+ * The first alias (in text order) by which `doc`'s contents nest deeper than `limit` once every
+ * alias stands for its anchor's collection, or undefined. The tree itself nests at most `limit`
+ * levels ({@link depthOfTokens}), so this recursion is that deep at most. Nodes are visited in
+ * text order, so an alias's anchor is the last one of its name seen before it (YAML 1.2 §3.2.2.2,
+ * as the library resolves it) and its depth is known, unless the alias is inside it (a cycle,
+ * which `toJS` refuses: it counts 0). Each anchored collection's depth is computed once.
+ */
+function firstAliasTooDeep(doc: Document, limit: number): Node | undefined {
+  const anchors = new Map<string, unknown>();
+  const depths = new Map<unknown, number>();
+  let found: Node | undefined;
+  const depthOf = (node: unknown, level: number): number => {
+    if (isAlias(node)) {
+      const depth = depths.get(anchors.get(node.source)) ?? 0;
+      if (found === undefined && level - 1 + depth > limit) found = node;
+      return depth;
+    }
+    const anchor = (node as { anchor?: string } | null)?.anchor;
+    if (anchor) anchors.set(anchor, node);
+    if (!isCollection(node)) return 0;
+    let deepest = 0;
+    for (const item of node.items) {
+      if (isPair(item)) deepest = Math.max(deepest, depthOf(item.key, level + 1), depthOf(item.value, level + 1));
+      else deepest = Math.max(deepest, depthOf(item, level + 1));
+    }
+    depths.set(node, deepest + 1);
+    return deepest + 1;
+  };
+  depthOf(doc.contents, 1);
+  return found;
+}
 
 function nodeLabel(node: unknown): string {
   if (isMap(node)) return "a mapping";
@@ -322,8 +393,16 @@ export function toParsedDocument(file: SourceFile, data: ParsedData): StageResul
 export function parseData(file: Pick<SourceFile, "path" | "text">): ParsedData {
   const diagnostics: Diagnostic[] = [];
   const lines = new LineCounter();
-  const docs = YAML.parseAllDocuments(file.text, { ...YAML_OPTIONS, lineCounter: lines });
+  // `YAML.parseAllDocuments` in two steps, so the depth is checked between them (CA2015).
+  const tokens = Array.from(new Parser(lines.addNewLine).parse(file.text));
   const first = at1(file.path);
+  const depth = depthOfTokens(tokens, MAX_DOCUMENT_DEPTH);
+  if (depth.tooDeep !== undefined) {
+    const p = lines.linePos(depth.tooDeep);
+    diagnostics.push(createDiagnostic(Diagnostics.DocumentTooDeep, { limit: MAX_DOCUMENT_DEPTH }, { file: file.path, line: p.line, column: p.col }));
+    return { diagnostics };
+  }
+  const docs = Array.from(new Composer(YAML_OPTIONS).compose(tokens));
   if (!Array.isArray(docs) || docs.length === 0) {
     // An empty stream: nothing but comments, directives or whitespace.
     diagnostics.push(createDiagnostic(Diagnostics.EmptyDocument, {}, first));
@@ -365,6 +444,11 @@ export function parseData(file: Pick<SourceFile, "path" | "text">): ParsedData {
   }
   if (doc.contents === null || (isScalar(doc.contents) && doc.contents.value === null && doc.contents.range?.[0] === doc.contents.range?.[1])) {
     diagnostics.push(createDiagnostic(Diagnostics.EmptyDocument, {}, first));
+    return { diagnostics };
+  }
+  const deepAlias = depth.aliases ? firstAliasTooDeep(doc, MAX_DOCUMENT_DEPTH) : undefined;
+  if (deepAlias) {
+    diagnostics.push(createDiagnostic(Diagnostics.DocumentTooDeep, { limit: MAX_DOCUMENT_DEPTH }, positionOf(deepAlias.range?.[0] ?? 0), { hint: "an alias nests what its anchor holds where it stands" }));
     return { diagnostics };
   }
   let value: unknown;

@@ -239,7 +239,9 @@ def load_manifest(path: str | os.PathLike[str], contract_id: str | None = None) 
         try:
             with open(key, encoding="utf-8") as fh:
                 data = json.load(fh)
-        except (OSError, ValueError) as exc:
+        # RecursionError: nested deeper than the json module decodes (a damaged or hand-made
+        # file: the compiler writes at most 128 levels, ADR 0019).
+        except (OSError, ValueError, RecursionError) as exc:
             raise ManifestError(f"manifest {key!r} is not readable JSON: {exc}") from exc
     if not isinstance(data, dict):
         raise ManifestError(f"manifest {key!r} is not a JSON object")

@@ -172,7 +172,9 @@ def task_slice(path: str, contract_id: str) -> TaskSlice | None:
                 return None
             with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
                 found = _find(mm, contract_id)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
+        # RecursionError: a record nested deeper than the json module decodes (about 1,000
+        # levels); the whole-file read then refuses the file with a ManifestError.
         return None
     if found is None:
         return None

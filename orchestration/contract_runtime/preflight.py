@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         text = sys.stdin.read() if args.manifest == "-" else Path(args.manifest).read_text(encoding="utf-8")
         manifest = json.loads(text)
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, RecursionError) as error:
         print(f"preflight: cannot read the manifest: {error}", file=sys.stderr)
         return 2
     findings = check_manifest(manifest, check_connections=not args.no_connections)

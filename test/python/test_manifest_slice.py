@@ -204,6 +204,24 @@ def test_a_damaged_own_record_is_named_at_its_index_in_the_file(tmp_path: Path) 
         load_manifest(path, own["dag_id"])
 
 
+def test_a_record_nested_deeper_than_json_decodes_is_a_manifest_error(tmp_path: Path) -> None:
+    # 20,000 arrays in an Asset's extra: the json module's decoder stops at about 1,000 levels
+    # (RecursionError), in the task's slice and in the whole-file read; a ManifestError naming
+    # the file, as for any manifest that is not readable JSON, never a RecursionError.
+    data = json.loads(BUNDLED.read_text(encoding="utf-8"))
+    own = next(d for d in data["dags"] if d["inlets"] and d["outlets"])
+    text = _canonical(data)
+    name = json.dumps(own["outlets"][0])
+    at = text.index(f'"name": {name}')
+    opening = text.rindex('      "extra": {\n', 0, at)
+    cut = opening + len('      "extra": {\n')
+    deep = text[:cut] + '        "deep": ' + "[" * 20000 + "]" * 20000 + ",\n" + text[cut:]
+    path = _write(tmp_path / "deep" / "generated" / "manifest.json", deep)
+    with pytest.raises(ManifestError, match="is not readable JSON: maximum recursion depth exceeded") as raised:
+        load_manifest(path, own["dag_id"])
+    assert path in str(raised.value)
+
+
 def test_the_slice_is_cached_and_reread_when_the_file_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     data = json.loads(BUNDLED.read_text(encoding="utf-8"))
     own = next(d for d in data["dags"] if d["inlets"])

@@ -41,8 +41,8 @@ def _v2_manifests() -> list[Path]:
         try:
             if json.loads(f.read_text(encoding="utf-8")).get("manifestVersion") == 2:
                 out.append(f)
-        except (OSError, ValueError):
-            continue  # a damaged-previous case keeps its damaged file (or folder)
+        except (OSError, ValueError, RecursionError):
+            continue  # a damaged-previous case keeps its damaged file (or folder, or one nested too deep)
     return out
 
 

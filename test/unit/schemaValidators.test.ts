@@ -6,6 +6,7 @@ import type { ValidateFunction } from "ajv";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import YAML from "yaml";
+import { checkManifest } from "../../compiler/discover/manifestSchema.js";
 import { readPackageFile } from "../../compiler/support/package-root.js";
 import { acceptPrecompiled, compiledValidators, schemaSetDigest, standaloneSource, type SchemaSet } from "../../compiler/support/schemaValidators.js";
 import { CONTRACT_SCHEMAS, SCHEMA_FILES, SCHEMA_SETS } from "../../compiler/validate/schemas.js";
@@ -33,10 +34,12 @@ const documents: unknown[] = [
     return [];
   }
 });
-// Manifests of both versions: written ones and the cases' damaged previous states.
+// Manifests of both versions: written ones and the cases' damaged previous states, but those
+// nested too deep for any validator to be given them (`checkManifest` refuses them first, ADR 0019).
 const manifests: unknown[] = [...filesUnder(path.join(REPO, "test", "cases"), "manifest.json"), path.join(REPO, "generated", "manifest.json")].flatMap((file) => {
   try {
-    return [JSON.parse(fs.readFileSync(file, "utf8")) as unknown];
+    const value = JSON.parse(fs.readFileSync(file, "utf8")) as unknown;
+    return checkManifest(value).tooDeep ? [] : [value];
   } catch {
     return [];
   }
