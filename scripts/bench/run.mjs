@@ -140,19 +140,22 @@ function measureNode(script, args, options = {}) {
   const wallMs = Number(process.hrtime.bigint() - t0) / 1e6;
   let rssKb = NaN;
   let cpuS = NaN;
+  let sysS = NaN;
   if (fs.existsSync(usage)) {
     const text = fs.readFileSync(usage, "utf8");
     if (GNU_TIME) {
       const num = (label) => Number((new RegExp(`${label}:\\s*([\\d.]+)`).exec(text) ?? [])[1]);
       rssKb = num("Maximum resident set size \\(kbytes\\)");
-      cpuS = num("User time \\(seconds\\)") + num("System time \\(seconds\\)");
+      sysS = num("System time \\(seconds\\)");
+      cpuS = num("User time \\(seconds\\)") + sysS;
     } else {
       const u = JSON.parse(text);
       rssKb = u.maxRssKb;
-      cpuS = u.userSeconds + u.systemSeconds;
+      sysS = u.systemSeconds;
+      cpuS = u.userSeconds + sysS;
     }
   }
-  return { wallMs, rssKb, cpuS, exit: r.status, stdout: r.stdout ?? "", stderr: r.stderr ?? "" };
+  return { wallMs, rssKb, cpuS, sysS, exit: r.status, stdout: r.stdout ?? "", stderr: r.stderr ?? "" };
 }
 
 function run(cmd, args, options = {}) {
@@ -315,6 +318,7 @@ for (const n of SIZES) {
     compileSummary: summary,
     compileWallMs: round(median(compiles.map((c) => c.wallMs)), 1),
     compileCpuS: round(median(compiles.map((c) => c.cpuS)), 2),
+    compileSysS: round(median(compiles.map((c) => c.sysS)), 2),
     compilePeakRssMiB: round(median(compiles.map((c) => c.rssKb)) / 1024, 0),
     floorWallMs: round(median(floors.map((f) => f.wallMs)), 1),
     floorCpuS: round(median(floors.map((f) => f.cpuS)), 2),
@@ -384,7 +388,7 @@ for (const n of SIZES) {
     times.push(c);
   }
   maxWritten = Math.max(maxWritten, written);
-  const r = { runs: times.length, wallMs: round(median(times.map((t) => t.wallMs)), 1), cpuS: round(median(times.map((t) => t.cpuS)), 2), peakRssMiB: round(median(times.map((t) => t.rssKb)) / 1024, 0), filesWritten: written, changed, summary };
+  const r = { runs: times.length, wallMs: round(median(times.map((t) => t.wallMs)), 1), cpuS: round(median(times.map((t) => t.cpuS)), 2), sysS: round(median(times.map((t) => t.sysS)), 2), peakRssMiB: round(median(times.map((t) => t.rssKb)) / 1024, 0), filesWritten: written, changed, summary };
   results.noop[n] = r;
   out(`   ${String(n).padStart(6)}  ${sec(r.wallMs).padStart(9)} (cold ${sec(results.compile[n].compileWallMs)})  files written: ${written}   ${summary}`);
   for (const c of changed) out(`          run ${c.run} changed: ${c.files.join(", ")} (compiler said: ${c.summary})`);
@@ -590,8 +594,18 @@ if (flag("--profile") || compileMisses) {
   const c = measureNode(BIN, ["compile", "--no-cache", "--root", root]);
   if (c.exit !== 0) die(`compile right after rm -rf generated/ of the ${big}-contract corpus exited ${c.exit}:\n${c.stderr.split("\n").slice(-20).join("\n")}`);
   const r = results.compile[big];
-  r.afterDelete = { wallMs: round(c.wallMs, 1), cpuS: round(c.cpuS, 2), ratioWall: round(c.wallMs / r.floorWallMs, 3) };
+  r.afterDelete = { wallMs: round(c.wallMs, 1), cpuS: round(c.cpuS, 2), sysS: round(c.sysS, 2), ratioWall: round(c.wallMs / r.floorWallMs, 3) };
   out(`   ${sec(c.wallMs)} (${c.cpuS.toFixed(2)} s cpu), ${x(r.afterDelete.ratioWall)} the floor (cold ${x(r.ratioWall)}); the file system looks past the files just deleted for each new one (ADR 0017y)`);
+  // The bench deletes nothing before a timed run, but another process may have (a test suite
+  // cleaning up its temporary projects): kernel time of the cold compiles nearer this run's than
+  // the no-op's (which creates no file) says their files were created past recent deletions.
+  const noopSys = results.noop[big]?.sysS;
+  const coldSys = r.compileSysS;
+  if ([noopSys, coldSys, c.sysS].every(Number.isFinite)) {
+    const tainted = coldSys - noopSys > (c.sysS - noopSys) / 2;
+    r.coldTainted = tainted;
+    out(`   kernel time: cold ${coldSys.toFixed(2)} s (median), no-op ${noopSys.toFixed(2)} s, right after rm -rf ${c.sysS.toFixed(2)} s${tainted ? "\n   CAUTION: the cold compiles spent nearer the time of one right after a delete than a no-op's: something deleted many files on this file system in the minutes before (ADR 0017y); their figures, and every ratio to them, are not the compiler's. Run the bench again six minutes after the last such delete." : ""}`);
+  }
 }
 
 // ------------------------------------------------------------------------------------ airflow
@@ -880,6 +894,7 @@ for (const [key, t] of Object.entries(results.targets)) {
             : x(t.value);
   out(`   ${verdict(t.pass)}  ${t.label}: ${value}`);
 }
+if (results.compile?.[big]?.coldTainted) out("   CAUTION: the cold compiles ran right after something deleted many files (see the kernel times above, ADR 0017y): the compiler's figures of this run are not to be trusted");
 fs.writeFileSync(resultsPath, JSON.stringify(results, null, 2) + "\n");
 out(`\nload average at end: ${results.loadAverageAtEnd.join(", ")}`);
 out(`bench took ${Math.floor(results.benchSeconds / 60)} min ${Math.round(results.benchSeconds % 60)} s`);
