@@ -73,6 +73,13 @@ function firstDeeperThan(value: unknown, limit: number): string | undefined {
   return visit(value, 1) ? `/${path.join("/")}` : undefined;
 }
 
+/** The problem of a manifest nested too deep at `pointer`: its first segments (they name the record), the rest counted. */
+export function tooDeepProblem(pointer: string): string {
+  const segments = pointer.split("/");
+  const shown = segments.length > 8 ? `${segments.slice(0, 7).join("/")}/… (${segments.length - 7} levels more)` : pointer;
+  return `${shown}: nested deeper than ${MAX_MANIFEST_DEPTH} levels, which no manifest this compiler writes is`;
+}
+
 /**
  * Checks a parsed manifest against the manifest schema of `version` (`compiler/schemas/manifest/v<N>.schema.json`;
  * ajv, JSON Schema 2020-12). Returns the manifest, or the first problem as `<JSON pointer>: <message>` (the path of
@@ -85,12 +92,7 @@ export function checkManifest(
   version: number = MANIFEST_VERSION,
 ): { manifest: Manifest; problem?: undefined; pointer?: undefined } | { manifest?: undefined; problem: string; pointer: string; tooDeep?: true } {
   const deep = firstDeeperThan(value, MAX_MANIFEST_DEPTH);
-  if (deep !== undefined) {
-    // The first segments name the record; the rest is the same step again and again.
-    const segments = deep.split("/");
-    const shown = segments.length > 8 ? `${segments.slice(0, 7).join("/")}/… (${segments.length - 7} levels more)` : deep;
-    return { problem: `${shown}: nested deeper than ${MAX_MANIFEST_DEPTH} levels, which no manifest this compiler writes is`, pointer: deep, tooDeep: true };
-  }
+  if (deep !== undefined) return { problem: tooDeepProblem(deep), pointer: deep, tooDeep: true };
   const check = manifestValidator(version);
   if (check(value)) return { manifest: value as Manifest };
   const errors = check.errors ?? [];

@@ -3,7 +3,7 @@ import jsonc from "jsonc-parser";
 import { createDiagnostic, Diagnostics } from "../diagnostics/catalogue.js";
 import type { Diagnostic, SourceLocation } from "../diagnostics/diagnostic.js";
 import { MANIFEST_VERSION, type DagPlan, type Manifest, type ManifestV1 } from "../model/manifest.js";
-import { checkManifest, MAX_MANIFEST_DEPTH } from "./manifestSchema.js";
+import { checkManifest, MAX_MANIFEST_DEPTH, tooDeepProblem } from "./manifestSchema.js";
 
 /** Why a manifest text cannot be used, and where: a UTF-16 offset into the text (0 when the whole text is at fault). */
 export interface ManifestProblem {
@@ -25,21 +25,38 @@ function offsetOfPointer(text: string, pointer: string): number {
 }
 
 /**
- * The offset of the first `{` or `[` (outside strings) that opens a level deeper than `limit` in a
- * text that is valid JSON, or 0 when none does. Iterative: one count.
+ * The offset and JSON pointer of the first `{` or `[` (in text order) that opens a level deeper
+ * than `limit` in a text that is valid JSON, or undefined. Iterative: a stack of the open
+ * containers, each with its current index or key (so the pointer is the text's, whatever order
+ * `JSON.parse` gives an object's keys in).
  */
-function offsetDeeperThan(text: string, limit: number): number {
-  let depth = 0;
+function deeperThanInText(text: string, limit: number): { offset: number; pointer: string } | undefined {
+  const open: Array<{ array: boolean; index: number; key: string; expectKey: boolean }> = [];
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c === 0x22) {
-      // A string: skip to its closing quote, over escapes.
+      const from = i;
+      // A string: to its closing quote, over escapes.
       for (i++; i < text.length && text.charCodeAt(i) !== 0x22; i++) if (text.charCodeAt(i) === 0x5c) i++;
+      const top = open.at(-1);
+      if (top && !top.array && top.expectKey) {
+        top.key = JSON.parse(text.slice(from, i + 1)) as string;
+        top.expectKey = false;
+      }
     } else if (c === 0x7b || c === 0x5b) {
-      if (++depth > limit) return i;
-    } else if (c === 0x7d || c === 0x5d) depth--;
+      if (open.length + 1 > limit) {
+        const pointer = open.map((o) => (o.array ? String(o.index) : o.key.replace(/~/g, "~0").replace(/\//g, "~1"))).join("/");
+        return { offset: i, pointer: `/${pointer}` };
+      }
+      open.push({ array: c === 0x5b, index: 0, key: "", expectKey: c === 0x7b });
+    } else if (c === 0x7d || c === 0x5d) open.pop();
+    else if (c === 0x2c) {
+      const top = open.at(-1);
+      if (top?.array) top.index++;
+      else if (top) top.expectKey = true;
+    }
   }
-  return 0;
+  return undefined;
 }
 
 /** Where strict JSON parsing failed: the first error jsonc-parser finds, else V8's own position, else the start. */
@@ -80,8 +97,10 @@ export function parseManifest(text: string): { manifest: Manifest; problem?: und
   const checked = checkManifest(value, version);
   // A version-1 manifest (an upgraded project's committed previous state) as version 2 holds it.
   if (checked.manifest) return { manifest: version === 1 ? upgradeFromV1(checked.manifest as unknown as ManifestV1) : checked.manifest };
-  // Too deep for jsonc-parser's tree too (it recurses): the offset is found by counting brackets.
-  return { problem: `not a contract-assets manifest: ${checked.problem}`, offset: checked.tooDeep ? offsetDeeperThan(text, MAX_MANIFEST_DEPTH) : offsetOfPointer(text, checked.pointer) };
+  // Too deep for jsonc-parser's tree too (it recurses): the place is found by counting brackets.
+  const deep = checked.tooDeep ? deeperThanInText(text, MAX_MANIFEST_DEPTH) : undefined;
+  if (deep) return { problem: `not a contract-assets manifest: ${tooDeepProblem(deep.pointer)}`, offset: deep.offset };
+  return { problem: `not a contract-assets manifest: ${checked.problem}`, offset: offsetOfPointer(text, checked.pointer) };
 }
 
 /**

@@ -47,22 +47,33 @@ const YAML_OPTIONS = {
 
 /**
  * The deepest a document's collections may nest (CA2015): the root mapping is level 1, each
- * mapping or list inside a collection one more, an alias as deep as what it stands for. A contract
- * nests about 8 levels; an `extra` or a trigger tree, 32 at most below its field (CA3047).
- * Checked on the YAML library's token tree, which it builds without recursion, before anything
- * walks the document recursively (composing it, `toJS`, a structured clone between threads), so a
- * deeper document is the same error in every thread, whatever its stack (ADR 0019).
+ * mapping or list inside a collection one more (a `key: value` item of a flow list is a mapping of
+ * its own, as YAML reads it), an alias as deep as what it stands for. A contract nests about 8
+ * levels; an `extra` or a trigger tree, 32 at most below its field (CA3047). Checked on the
+ * composed document before `toJS` (ADR 0019), so no stage, thread or structured clone walks a
+ * deeper value, and a deeper document is the same error in every thread, whatever its stack.
  */
 export const MAX_DOCUMENT_DEPTH = 64;
 
 /**
- * The offset of the first collection (in text order) of the token streams' documents nested deeper
- * than `limit` (each collection deeper is not descended into), and whether any collection holds
- * an alias. Iterative: one flat stack of token, depth pairs.
+ * Before the YAML library composes a document (which recurses, a few calls a level), its token
+ * tree (built without recursion) may nest at most this deep: 4 × {@link MAX_DOCUMENT_DEPTH}, within
+ * what a thread's stack composes (the main thread's about 1 MB: some 800 levels). A token tree
+ * deeper is CA2015 at once, its syntax errors unread; one within is composed, its syntax errors
+ * reported, and then held to {@link MAX_DOCUMENT_DEPTH} exactly.
  */
-function depthOfTokens(tokens: readonly CST.Token[], limit: number): { tooDeep?: number; aliases: boolean } {
+const MAX_TOKEN_DEPTH = 4 * MAX_DOCUMENT_DEPTH;
+
+/**
+ * Of the token streams' documents: how deep their collection tokens nest (at most `limit` + 1),
+ * the offset of the first collection token (in text order) deeper than `limit`, and whether any
+ * collection holds an alias. Iterative: one flat stack of token, depth pairs. A `key: value` item
+ * of a flow list is no token of its own, so the document can nest up to twice as deep as this.
+ */
+function depthOfTokens(tokens: readonly CST.Token[], limit: number): { depth: number; tooDeep?: number; aliases: boolean } {
   const stack: Array<CST.Token | number> = [];
   for (const token of tokens) if (token.type === "document" && token.value) stack.push(token.value, 1);
+  let deepest = 0;
   let tooDeep: number | undefined;
   let aliases = false;
   while (stack.length > 0) {
@@ -71,6 +82,7 @@ function depthOfTokens(tokens: readonly CST.Token[], limit: number): { tooDeep?:
     const type = token.type;
     if (type === "alias") aliases = true;
     if (type !== "block-map" && type !== "block-seq" && type !== "flow-collection") continue;
+    if (depth > deepest) deepest = depth;
     if (depth > limit) {
       if (tooDeep === undefined || token.offset < tooDeep) tooDeep = token.offset;
       continue;
@@ -80,30 +92,38 @@ function depthOfTokens(tokens: readonly CST.Token[], limit: number): { tooDeep?:
       if (item.value) stack.push(item.value, depth + 1);
     }
   }
-  return tooDeep === undefined ? { aliases } : { tooDeep, aliases };
+  return tooDeep === undefined ? { depth: deepest, aliases } : { depth: deepest, tooDeep, aliases };
 }
 
 /**
- * The first alias (in text order) by which `doc`'s contents nest deeper than `limit` once every
- * alias stands for its anchor's collection, or undefined. The tree itself nests at most `limit`
- * levels ({@link depthOfTokens}), so this recursion is that deep at most. Nodes are visited in
- * text order, so an alias's anchor is the last one of its name seen before it (YAML 1.2 §3.2.2.2,
- * as the library resolves it) and its depth is known, unless the alias is inside it (a cycle,
- * which `toJS` refuses: it counts 0). Each anchored collection's depth is computed once.
+ * The first node (in text order) of `doc`'s contents deeper than `limit` levels (an alias as deep
+ * as its anchor's collection), with `cycle` when it is an alias inside its own anchor (a value
+ * that holds itself, without end; the library's `toJS` builds it), or undefined. Visited in text
+ * order, so an alias's anchor is the last one of its name before it (YAML 1.2 §3.2.2.2, as the
+ * library resolves it) and its depth is known unless the alias is inside it. The recursion stops
+ * below `limit` + 1 levels.
  */
-function firstAliasTooDeep(doc: Document, limit: number): Node | undefined {
+function firstTooDeep(doc: Document, limit: number): { node: Node; cycle: boolean } | undefined {
   const anchors = new Map<string, unknown>();
   const depths = new Map<unknown, number>();
-  let found: Node | undefined;
+  let found: { node: Node; cycle: boolean } | undefined;
   const depthOf = (node: unknown, level: number): number => {
+    if (found) return 0;
     if (isAlias(node)) {
-      const depth = depths.get(anchors.get(node.source)) ?? 0;
-      if (found === undefined && level - 1 + depth > limit) found = node;
-      return depth;
+      const target = anchors.get(node.source);
+      if (!isCollection(target)) return 0;
+      const depth = depths.get(target);
+      if (depth === undefined) found = { node, cycle: true };
+      else if (level - 1 + depth > limit) found = { node, cycle: false };
+      return depth ?? 0;
     }
     const anchor = (node as { anchor?: string } | null)?.anchor;
     if (anchor) anchors.set(anchor, node);
     if (!isCollection(node)) return 0;
+    if (level > limit) {
+      found = { node: node as Node, cycle: false };
+      return 0;
+    }
     let deepest = 0;
     for (const item of node.items) {
       if (isPair(item)) deepest = Math.max(deepest, depthOf(item.key, level + 1), depthOf(item.value, level + 1));
@@ -396,7 +416,7 @@ export function parseData(file: Pick<SourceFile, "path" | "text">): ParsedData {
   // `YAML.parseAllDocuments` in two steps, so the depth is checked between them (CA2015).
   const tokens = Array.from(new Parser(lines.addNewLine).parse(file.text));
   const first = at1(file.path);
-  const depth = depthOfTokens(tokens, MAX_DOCUMENT_DEPTH);
+  const depth = depthOfTokens(tokens, MAX_TOKEN_DEPTH);
   if (depth.tooDeep !== undefined) {
     const p = lines.linePos(depth.tooDeep);
     diagnostics.push(createDiagnostic(Diagnostics.DocumentTooDeep, { limit: MAX_DOCUMENT_DEPTH }, { file: file.path, line: p.line, column: p.col }));
@@ -446,9 +466,11 @@ export function parseData(file: Pick<SourceFile, "path" | "text">): ParsedData {
     diagnostics.push(createDiagnostic(Diagnostics.EmptyDocument, {}, first));
     return { diagnostics };
   }
-  const deepAlias = depth.aliases ? firstAliasTooDeep(doc, MAX_DOCUMENT_DEPTH) : undefined;
-  if (deepAlias) {
-    diagnostics.push(createDiagnostic(Diagnostics.DocumentTooDeep, { limit: MAX_DOCUMENT_DEPTH }, positionOf(deepAlias.range?.[0] ?? 0), { hint: "an alias nests what its anchor holds where it stands" }));
+  // Without an alias, a token tree half as deep as the limit cannot compose deeper than it.
+  const deep = depth.aliases || 2 * depth.depth > MAX_DOCUMENT_DEPTH ? firstTooDeep(doc, MAX_DOCUMENT_DEPTH) : undefined;
+  if (deep) {
+    const hint = deep.cycle ? "the alias is inside the collection its anchor names, so it holds itself without end" : isAlias(deep.node) ? "an alias nests what its anchor holds where it stands" : undefined;
+    diagnostics.push(createDiagnostic(Diagnostics.DocumentTooDeep, { limit: MAX_DOCUMENT_DEPTH }, positionOf(deep.node.range?.[0] ?? 0), hint ? { hint } : {}));
     return { diagnostics };
   }
   let value: unknown;

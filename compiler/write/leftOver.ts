@@ -30,10 +30,11 @@ export function isOtherRunningProcess(pid: number): boolean {
 
 /**
  * Whether a temporary staged by process `writer`, last modified at `mtimeMs` (ms since the epoch),
- * is left over at `now`: its writer is not another running process, or it is older than
- * {@link STALE_TEMPORARY_MS}. One that is neither is another compile's, still writing: not to
- * be removed or reported (two compiles of one project at once each keep their own temporaries).
+ * is left over at `now`: its writer is not another running process, or its modification time is
+ * more than {@link STALE_TEMPORARY_MS} from `now` (older, or as far in the future: a clock set
+ * back). One that is neither is another compile's, still writing: not to be removed or reported
+ * (two compiles of one project at once each keep their own temporaries).
  */
 export function isLeftOverTemporary(writer: number, mtimeMs: number, now: number = Date.now()): boolean {
-  return now - mtimeMs > STALE_TEMPORARY_MS || !isOtherRunningProcess(writer);
+  return Math.abs(now - mtimeMs) > STALE_TEMPORARY_MS || !isOtherRunningProcess(writer);
 }

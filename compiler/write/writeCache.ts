@@ -19,9 +19,12 @@ const CACHEDIR_TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# This file i
 
 let temporaries = 0;
 
-/** An entry's name, `<sha256 hex>.bin`, and a temporary one, `<sha256 hex>.bin.<pid>.<n>.tmp`. */
+/**
+ * An entry's name, `<sha256 hex>.bin`, and a temporary one, `<key>.bin.<pid>.<n>.tmp`, of an entry
+ * or of an index (whose keys are words: `records`, `modules`).
+ */
 const ENTRY_NAME = /^([0-9a-f]{64})\.bin$/;
-const TEMPORARY_NAME = /^[0-9a-f]{64}\.bin\.(\d+)\.\d+\.tmp$/;
+const TEMPORARY_NAME = /^(?:[0-9a-f]{64}|[a-z]+)\.bin\.(\d+)\.\d+\.tmp$/;
 
 /**
  * Creates `folder` (project-relative, POSIX) below `root` one folder at a time, never through a

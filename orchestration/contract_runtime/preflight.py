@@ -205,7 +205,13 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError, RecursionError) as error:
         print(f"preflight: cannot read the manifest: {error}", file=sys.stderr)
         return 2
-    findings = check_manifest(manifest, check_connections=not args.no_connections)
+    try:
+        findings = check_manifest(manifest, check_connections=not args.no_connections)
+    except RecursionError:
+        # A value nested deeper than Python recurses (a hand-made manifest: the compiler writes at
+        # most 128 levels, ADR 0019) is a manifest preflight cannot read, not a traceback.
+        print("preflight: cannot read the manifest: a value in it is nested too deep", file=sys.stderr)
+        return 2
     sys.stdout.write(json.dumps({"findings": findings}, sort_keys=True) + "\n")
     return 0
 

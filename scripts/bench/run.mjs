@@ -105,7 +105,7 @@ const work = fs.mkdtempSync(path.join(os.tmpdir(), "contract-assets-bench-"));
  * Moves `dir` (when it is there) into the work folder's set-aside/ instead of deleting it; the
  * work folder goes at the end. A timed run that creates thousands of files must not follow the
  * deletion of thousands of others: on ext4 without a journal (this bench's VM) each new inode is
- * looked for past every inode of its group deleted in the last 60 s (5 min while the inode table
+ * looked for past every inode of its group deleted in the last 60 s (6 min while the inode table
  * is unwritten: the kernel's `recently_deleted`), which made a cold compile of 10,000 right after
  * `rm -rf generated/` take 1.7-1.9x as long, 8-10 s of it kernel time (ADR 0017y).
  */

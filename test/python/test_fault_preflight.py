@@ -152,3 +152,22 @@ def test_the_workflow_runs_preflight() -> None:
     workflow = (dagcheck.REPO_ROOT / ".github" / "workflows" / "contract-assets.yml").read_text(encoding="utf-8")
     assert "contract-assets preflight" in workflow
     assert os.path.exists(dagcheck.REPO_ROOT / "scripts" / "python-env.sh")
+
+
+def test_a_manifest_nested_deeper_than_python_recurses_is_refused_not_a_traceback(tmp_path: Path, capsys) -> None:
+    # A hand-made manifest (the compiler writes at most 128 levels, ADR 0019) whose first DAG's
+    # producer params nest 900 lists: json reads it, the check's copy of the DAG cannot recurse that far.
+    import json
+
+    from contract_runtime import preflight
+
+    data = json.loads((dagcheck.REPO_ROOT / "generated" / "manifest.json").read_text(encoding="utf-8"))
+    dag = next(d for d in data["dags"] if isinstance(d.get("runtime", {}).get("producer"), dict))
+    deep: list = []
+    for _ in range(900):
+        deep = [deep]
+    dag["runtime"]["producer"]["params"] = {"p": deep}
+    path = tmp_path / "manifest.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    assert preflight.main(["--manifest", str(path), "--no-connections"]) == 2
+    assert "nested too deep" in capsys.readouterr().err

@@ -171,9 +171,14 @@ describe("the cache folder", () => {
     fs.writeFileSync(young, "young");
     fs.writeFileSync(stopped, "stopped");
     fs.utimesSync(old, new Date(Date.now() - 11 * 60_000), new Date(Date.now() - 11 * 60_000));
+    // An index's temporaries (its key a word, `records`, `modules`) by the same rule; a future
+    // modification time as far off as an old one is as stale.
+    const [indexStopped, indexRunning, future] = [`records.bin.${exitedProcessId()}.4.tmp`, `modules.bin.${running}.5.tmp`, `${B}.bin.${running}.6.tmp`].map((n) => path.join(root, folder, n)) as [string, string, string];
+    for (const file of [indexStopped, indexRunning, future]) fs.writeFileSync(file, "index");
+    fs.utimesSync(future, new Date(Date.now() + 11 * 60_000), new Date(Date.now() + 11 * 60_000));
     const again = writeCacheEntries(root, top, folder, new Map(), new Set([C]));
     expect(again).toEqual({ value: { written: 0, removed: 0 }, diagnostics: [] });
-    expect(fs.readdirSync(path.join(root, folder)).sort()).toEqual([`${A}.bin`, `${B}.bin.${running}.2.tmp`, `${C}.bin`, `${D}.bin`, "notes.bin"]);
+    expect(fs.readdirSync(path.join(root, folder)).sort()).toEqual([`${A}.bin`, `${B}.bin.${running}.2.tmp`, `${C}.bin`, `${D}.bin`, `modules.bin.${running}.5.tmp`, "notes.bin"]);
     expect(fs.readFileSync(outside, "utf8")).toBe("not the cache's\n");
     fs.rmSync(path.join(root, folder, `${D}.bin`));
 

@@ -16,6 +16,8 @@ describe("a temporary left over or another compile's", () => {
     expect(isLeftOverTemporary(process.ppid, now - 1000, now)).toBe(false);
     expect(isLeftOverTemporary(process.ppid, now - STALE_TEMPORARY_MS, now)).toBe(false);
     expect(isLeftOverTemporary(process.ppid, now - STALE_TEMPORARY_MS - 1, now)).toBe(true);
+    expect(isLeftOverTemporary(process.ppid, now + STALE_TEMPORARY_MS - 1, now)).toBe(false);
+    expect(isLeftOverTemporary(process.ppid, now + STALE_TEMPORARY_MS + 1, now)).toBe(true);
     expect(isLeftOverTemporary(exitedProcessId(), now - 1000, now)).toBe(true);
     expect(isLeftOverTemporary(process.pid, now - 1000, now)).toBe(true);
   });
