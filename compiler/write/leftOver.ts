@@ -6,9 +6,10 @@
  */
 
 /**
- * A temporary older than this is left over whoever wrote it: its writer's process id may be
- * another process's since. 10 minutes: longer than any one write of a compile (a cold compile of
- * 10,000 contracts stages its files in seconds).
+ * A temporary whose modification time is further than this from now (older, or as far in the
+ * future) is left over whoever wrote it: its writer's process id may be another process's since.
+ * 10 minutes: longer than any one write of a compile (a cold compile of 10,000 contracts stages
+ * its files in seconds).
  */
 export const STALE_TEMPORARY_MS = 10 * 60 * 1000;
 
