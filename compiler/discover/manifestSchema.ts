@@ -43,41 +43,19 @@ function manifestValidator(version: number): ValidateFunction {
  */
 export const MAX_MANIFEST_DEPTH = 128;
 
-/** `~` and `/` escaped as a JSON pointer's segment (RFC 6901). */
-const segment = (key: string): string => key.replace(/~/g, "~0").replace(/\//g, "~1");
-
 /**
- * The JSON pointer of the first object or array (in key order) nested deeper than `limit`, or
- * undefined. The recursion stops there, so it is `limit` + 1 calls deep at most.
+ * Whether an object or array of `value` nests deeper than `limit` (the root is level 1). The
+ * recursion stops there, so it is `limit` + 1 calls deep at most. Where it is, the text says
+ * (`readManifest.ts`: the place in text order, which `JSON.parse`'s key order is not).
  */
-function firstDeeperThan(value: unknown, limit: number): string | undefined {
-  const path: string[] = [];
+function nestsDeeperThan(value: unknown, limit: number): boolean {
   const visit = (v: unknown, depth: number): boolean => {
     if (v === null || typeof v !== "object") return false;
     if (depth > limit) return true;
-    if (Array.isArray(v)) {
-      for (let i = 0; i < v.length; i++) {
-        path.push(String(i));
-        if (visit(v[i], depth + 1)) return true;
-        path.pop();
-      }
-    } else {
-      for (const key of Object.keys(v)) {
-        path.push(segment(key));
-        if (visit((v as Record<string, unknown>)[key], depth + 1)) return true;
-        path.pop();
-      }
-    }
+    for (const item of Array.isArray(v) ? v : Object.values(v)) if (visit(item, depth + 1)) return true;
     return false;
   };
-  return visit(value, 1) ? `/${path.join("/")}` : undefined;
-}
-
-/** The problem of a manifest nested too deep at `pointer`: its first segments (they name the record), the rest counted. */
-export function tooDeepProblem(pointer: string): string {
-  const segments = pointer.split("/");
-  const shown = segments.length > 8 ? `${segments.slice(0, 7).join("/")}/… (${segments.length - 7} levels more)` : pointer;
-  return `${shown}: nested deeper than ${MAX_MANIFEST_DEPTH} levels, which no manifest this compiler writes is`;
+  return visit(value, 1);
 }
 
 /**
@@ -91,8 +69,7 @@ export function checkManifest(
   value: unknown,
   version: number = MANIFEST_VERSION,
 ): { manifest: Manifest; problem?: undefined; pointer?: undefined } | { manifest?: undefined; problem: string; pointer: string; tooDeep?: true } {
-  const deep = firstDeeperThan(value, MAX_MANIFEST_DEPTH);
-  if (deep !== undefined) return { problem: tooDeepProblem(deep), pointer: deep, tooDeep: true };
+  if (nestsDeeperThan(value, MAX_MANIFEST_DEPTH)) return { problem: `nested deeper than ${MAX_MANIFEST_DEPTH} levels, which no manifest this compiler writes is`, pointer: "", tooDeep: true };
   const check = manifestValidator(version);
   if (check(value)) return { manifest: value as Manifest };
   const errors = check.errors ?? [];

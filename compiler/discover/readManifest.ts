@@ -3,7 +3,7 @@ import jsonc from "jsonc-parser";
 import { createDiagnostic, Diagnostics } from "../diagnostics/catalogue.js";
 import type { Diagnostic, SourceLocation } from "../diagnostics/diagnostic.js";
 import { MANIFEST_VERSION, type DagPlan, type Manifest, type ManifestV1 } from "../model/manifest.js";
-import { checkManifest, MAX_MANIFEST_DEPTH, tooDeepProblem } from "./manifestSchema.js";
+import { checkManifest, MAX_MANIFEST_DEPTH } from "./manifestSchema.js";
 
 /** Why a manifest text cannot be used, and where: a UTF-16 offset into the text (0 when the whole text is at fault). */
 export interface ManifestProblem {
@@ -99,7 +99,12 @@ export function parseManifest(text: string): { manifest: Manifest; problem?: und
   if (checked.manifest) return { manifest: version === 1 ? upgradeFromV1(checked.manifest as unknown as ManifestV1) : checked.manifest };
   // Too deep for jsonc-parser's tree too (it recurses): the place is found by counting brackets.
   const deep = checked.tooDeep ? deeperThanInText(text, MAX_MANIFEST_DEPTH) : undefined;
-  if (deep) return { problem: `not a contract-assets manifest: ${tooDeepProblem(deep.pointer)}`, offset: deep.offset };
+  if (deep) {
+    // The first segments name the record; the rest is the same step again and again.
+    const segments = deep.pointer.split("/");
+    const shown = segments.length > 8 ? `${segments.slice(0, 7).join("/")}/… (${segments.length - 7} levels more)` : deep.pointer;
+    return { problem: `not a contract-assets manifest: ${shown}: ${checked.problem}`, offset: deep.offset };
+  }
   return { problem: `not a contract-assets manifest: ${checked.problem}`, offset: offsetOfPointer(text, checked.pointer) };
 }
 

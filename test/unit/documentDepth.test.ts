@@ -22,7 +22,6 @@ describe("how deep a document may nest", () => {
     // [k: [k: 1]] is [{k: [{k: 1}]}]: two levels an item.
     const pairs = (n: number): string => `a: ${"[k: ".repeat(n)}1${"]".repeat(n)}\n`;
     expect(codes(pairs(31))).toEqual([]);
-    expect(codes(pairs(32)).map((c) => c.split(" ")[0])).toEqual(["CA2015"]);
     expect(codes(pairs(32))).toEqual([`CA2015 1:${4 + 4 * 31 + 1}`]);
   });
 
