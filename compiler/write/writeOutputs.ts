@@ -11,6 +11,7 @@ import { compareStrings } from "../support/compare.js";
 import { sameStamp, stampOf, type FileStamp } from "../support/fileStamp.js";
 import { utf8Chunks } from "../support/utf8.js";
 import { isLeftOverTemporary } from "./leftOver.js";
+import { BATCH_STAGE_AFTER, BATCH_STAGE_MAX_CHARS, startBatchStager, type BatchStageOptions, type BatchStager } from "./batchStager.js";
 import { startStagingThread, type StageThreadOptions, type StagingThread } from "./stageThread.js";
 
 /** What writing (or checking) did, by project-relative path, each list sorted. */
@@ -270,7 +271,7 @@ export interface OutputWrite {
  * deleted once its file is added, so a known text (the manifest's, as large as its file) is not
  * held to the end of the write by the map.
  */
-export type WriteOptions = { check: boolean; known?: Map<string, string>; thread?: StageThreadOptions } & WriteScope;
+export type WriteOptions = { check: boolean; known?: Map<string, string>; thread?: StageThreadOptions; batch?: BatchStageOptions } & WriteScope;
 
 /**
  * Opens a write of `layout.outDir` (see {@link OutputWrite}). Nothing is touched until a changed
@@ -279,7 +280,7 @@ export type WriteOptions = { check: boolean; known?: Map<string, string>; thread
  * compared, so the report says the same as a comparison of every file.
  */
 export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputWrite {
-  const { check, known = new Map<string, string>(), thread, ...scope } = options;
+  const { check, known = new Map<string, string>(), thread, batch: batchOptions, ...scope } = options;
   const diagnostics: Diagnostic[] = [];
   const unchanged: string[] = [];
   const changed: string[] = [];
@@ -292,8 +293,13 @@ export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputW
   const readyFolders = new Set<string>();
   let stopped = false;
   let ended = false;
-  // The file a thread is staging (ADR 0017w), with its text to stage here if the thread gives nothing.
-  let staging: { thread: StagingThread; relative: string; temp: string; text: string } | undefined;
+  // The file a thread is staging (ADR 0017w), with its text to stage here if the thread gives nothing,
+  // and its place in `staged` (the order the files were offered in).
+  let staging: { thread: StagingThread; place: number; relative: string; temp: string; text: string } | undefined;
+  // The thread staging the small files after the first ones (ADR 0020), each tagged with its place in `staged`.
+  let batch: BatchStager<number> | undefined;
+  let batchTried = false;
+  let stagedHere = 0;
   // The sha256 of each file added with its bytes (`digestOf`).
   const digests = new Map<string, string>();
   const sha256 = (data: Uint8Array | string): string => createHash("sha256").update(data).digest("hex");
@@ -304,21 +310,24 @@ export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputW
     staged.length = 0;
     createdFolders.length = 0;
   };
-  const stop = (diagnostic: Diagnostic): void => {
-    // A file the staging thread is at was offered before this one: its failure comes first and is
-    // the write's one failure, as when the calling thread stages it (ADR 0017w); a later file's
-    // failure, here, is then never tried in that order, so it is not said.
-    if (staging) {
-      settle();
-      if (stopped) return;
-    }
+  /**
+   * Stops the staging at `diagnostic`: a failure to stage a file, or (`blocker`) a target path
+   * that cannot take its file. The files the threads are at were offered before this one: a
+   * failure among them comes first and is the write's one failure, as when the calling thread
+   * stages them all (ADR 0017w, 0020); a later file's failure, here, is then never tried in that
+   * order, so it is not said. A blocked path is said whatever stopped the staging before it, as
+   * without the threads.
+   */
+  const stop = (diagnostic: Diagnostic, blocker = false): void => {
+    settle();
+    if (stopped && !blocker) return;
     diagnostics.push(diagnostic);
     if (!stopped) unstage();
     stopped = true;
   };
   // An output folder that is not a folder is said once, not under every target.
   const outDirBlocked = !check && outDirBlocker(layout);
-  if (outDirBlocked) stop(outDirBlocked);
+  if (outDirBlocked) stop(outDirBlocked, true);
   const stats = new Map<string, fs.Stats | undefined>();
   // One listing of each output folder a file goes into (undefined when it cannot be read): a
   // target it lacks is neither compared nor looked at (a cold compile's thousands of files).
@@ -352,32 +361,64 @@ export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputW
     }
     return stats.get(partial);
   };
-  /**
-   * Waits for the staging thread, if one is at work: its digest, or its failure (CA9003, as a
-   * failure here), or, when it gave nothing (it threw or stalled), the file staged here: its
-   * temporary removed first (a late write of the thread goes to the removed file; one it has not
-   * created yet is refused, `wx`), then written from the text.
-   */
-  const settle = (): void => {
-    if (!staging) return;
-    const { thread, relative, temp, text } = staging;
-    staging = undefined;
-    const done = thread.wait();
-    if (done && "sha256" in done) return void digests.set(relative, done.sha256);
-    if (done) return stop(createDiagnostic(Diagnostics.WriteFailed, { path: relative, reason: done.failed }, at(relative)));
-    if (stopped) return;
-    digests.set(relative, sha256(text));
+  /** Stages a file here that a thread gave nothing for: its temporary removed first (a late write of the thread goes to the removed file; one it has not created yet is refused, `wx`), then written from the text. The errno code of a failure. */
+  const restage = (temp: string, text: string): string | undefined => {
     try {
       removeTemporary(temp);
       writeText(temp, text);
+      return undefined;
     } catch (error) {
-      stop(createDiagnostic(Diagnostics.WriteFailed, { path: relative, reason: reason(error) }, at(relative)));
+      return reason(error);
     }
+  };
+  /**
+   * Waits for the staging threads at work, if any: the large file's digest, or its failure, or,
+   * when it gave nothing (it threw or stalled), the file staged here; the batch's files, and
+   * those it did not count (it stalled or died) staged here. The first failure of them all, in
+   * the order the files were offered, is the write's (CA9003, as a failure here).
+   */
+  const settle = (): void => {
+    const failures: Array<{ place: number; reason: string }> = [];
+    if (staging) {
+      const { thread, place, relative, temp, text } = staging;
+      staging = undefined;
+      const done = thread.wait();
+      if (done && "sha256" in done) digests.set(relative, done.sha256);
+      else if (done) failures.push({ place, reason: done.failed });
+      else if (!stopped) {
+        digests.set(relative, sha256(text));
+        const failed = restage(temp, text);
+        if (failed) failures.push({ place, reason: failed });
+      }
+    }
+    if (batch) {
+      const drained = batch.drain();
+      batch = undefined;
+      if (drained.failed) failures.push({ place: drained.failed.tag, reason: drained.failed.reason });
+      for (const file of stopped || drained.failed ? [] : drained.left) {
+        const failed = restage(file.temp, file.text);
+        if (failed) {
+          failures.push({ place: file.tag, reason: failed });
+          break;
+        }
+      }
+    }
+    failures.sort((a, b) => a.place - b.place);
+    const first = failures[0] && staged[failures[0].place]?.relative;
+    if (first !== undefined) stop(createDiagnostic(Diagnostics.WriteFailed, { path: first, reason: failures[0]!.reason }, at(first)));
+  };
+  /** The batch thread, started at the write's small file number {@link BATCH_STAGE_AFTER} (undefined before, or when it cannot start). */
+  const batchFor = (): BatchStager<number> | undefined => {
+    if (!batchTried && ++stagedHere > (batchOptions?.after ?? BATCH_STAGE_AFTER)) {
+      batchTried = true;
+      batch = startBatchStager<number>(batchOptions);
+    }
+    return batch;
   };
   const stage = (relative: string, text: string, bytes?: Uint8Array): void => {
     if (outDirBlocked) return;
     const blocked = pathBlocker(relative, lstat);
-    if (blocked) return stop(blocked);
+    if (blocked) return stop(blocked, true);
     if (stopped) return;
     const target = path.join(layout.root, relative);
     try {
@@ -395,12 +436,12 @@ export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputW
         // failed start took them, the text).
         const length = bytes.byteLength;
         const started = !staging && startStagingThread(temp, bytes, thread);
-        if (started) return void (staging = { thread: started, relative, temp, text });
+        if (started) return void (staging = { thread: started, place: staged.length - 1, relative, temp, text });
         const intact = bytes.byteLength === length;
         digests.set(relative, sha256(intact ? bytes : text));
         if (intact) writeBytes(temp, bytes);
         else writeText(temp, text);
-      } else writeText(temp, text);
+      } else if (text.length > BATCH_STAGE_MAX_CHARS || !batchFor()?.post(temp, text, staged.length - 1)) writeText(temp, text);
     } catch (error) {
       stop(createDiagnostic(Diagnostics.WriteFailed, { path: relative, reason: reason(error) }, at(relative)));
     }
