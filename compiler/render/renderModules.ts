@@ -28,16 +28,29 @@ function freshnessMonitorTemplate(): Handlebars.TemplateDelegate {
   return monitorTemplate;
 }
 
-/** An Asset as the templates render it, from its manifest entry (identical in every module). */
-function assetView(a: ManifestAsset, variable: string | undefined): Record<string, string | null | undefined> {
-  return {
-    variable,
-    name: pythonString(a.name),
-    uri: pythonString(a.uri),
-    airflowUri: a.airflow_uri === undefined ? null : pythonString(a.airflow_uri),
-    group: pythonString(a.group),
-    extra: pythonLiteral(a.extra),
-  };
+/** An Asset's fields as the templates render them (Python literals), the same in every module that declares it. */
+type AssetLiterals = Record<"name" | "uri" | "airflowUri" | "group" | "extra", string | null>;
+
+/**
+ * Each Asset's {@link AssetLiterals}, made once per render of a manifest: an Asset is declared by
+ * its producer's module and by each consumer's.
+ */
+export type AssetViews = Map<ManifestAsset, AssetLiterals>;
+
+/** An Asset as the templates render it, from its manifest entry (identical in every module but for its variable); `views`: the ones made already. */
+function assetView(a: ManifestAsset, variable: string | undefined, views?: AssetViews): Record<string, string | null | undefined> {
+  let literals = views?.get(a);
+  if (!literals) {
+    literals = {
+      name: pythonString(a.name),
+      uri: pythonString(a.uri),
+      airflowUri: a.airflow_uri === undefined ? null : pythonString(a.airflow_uri),
+      group: pythonString(a.group),
+      extra: pythonLiteral(a.extra),
+    };
+    views?.set(a, literals);
+  }
+  return { variable, ...literals };
 }
 
 /** A cron timetable in a time zone, as Python. */
@@ -61,14 +74,14 @@ function deadlineExpression(dag: DagPlan, imports: Set<string>): string | undefi
 }
 
 /** The freshness monitor's module (`generated/dags/<dag_id>.py`). */
-export function renderFreshnessMonitor(monitor: FreshnessMonitorPlan, assets: ReadonlyMap<string, ManifestAsset>): string {
+export function renderFreshnessMonitor(monitor: FreshnessMonitorPlan, assets: ReadonlyMap<string, ManifestAsset>, views?: AssetViews): string {
   const names = monitor.assets.map((a) => a.name);
   const variables = variableNames(names);
   return freshnessMonitorTemplate()({
     compilerVersion: COMPILER_VERSION,
     dagIdText: monitor.dag_id,
     dagId: pythonString(monitor.dag_id),
-    assets: names.map((name) => assetView(assets.get(name)!, variables.get(name))),
+    assets: names.map((name) => assetView(assets.get(name)!, variables.get(name), views)),
     schedule: cronTimetable(monitor.schedule.cron),
     inlets: names.map((n) => variables.get(n)).join(", "),
   });
@@ -172,7 +185,7 @@ export function monitorPath(outDir: string, dagId: string): string {
  * Renders one DAG module. Every value from a contract passes through the Python literal encoder;
  * the template holds only fixed code.
  */
-export function renderDagModule(dag: DagPlan, assets: ReadonlyMap<string, ManifestAsset>): string {
+export function renderDagModule(dag: DagPlan, assets: ReadonlyMap<string, ManifestAsset>, views?: AssetViews): string {
   const used = usedAssets(dag);
   const variables = variableNames(used);
   const imports = new Set(["DAG", "Asset"]);
@@ -185,7 +198,7 @@ export function renderDagModule(dag: DagPlan, assets: ReadonlyMap<string, Manife
     docstring: `DAG ${dag.dag_id}: write-audit-publish, compiled from its data contract.`.replace(/[^\x20-\x7e]|\\|"/g, "_"),
     sdkImports: [...imports].sort().join(", "),
     manifestRelative: '"..", "..", "manifest.json"',
-    assets: used.map((name) => assetView(assets.get(name)!, variables.get(name))),
+    assets: used.map((name) => assetView(assets.get(name)!, variables.get(name), views)),
     dagId: pythonString(dag.dag_id),
     description: dag.description === "" ? "None" : pythonString(dag.description),
     docMd: dag.description === "" ? "None" : pythonString(dag.description),
@@ -222,15 +235,16 @@ export interface ModuleSkip {
 export function renderEachModule(manifest: Manifest, manifestText: string, outDir: string, emit: (relative: string, text: string) => void, skip?: ModuleSkip): void {
   emit(`${outDir}/manifest.json`, manifestText);
   const assets = new Map(manifest.assets.map((a) => [a.name, a]));
+  const views: AssetViews = new Map();
   const each = (relative: string, index: number, render: () => string): void => {
     if (skip?.unchanged(relative, index)) return;
     const text = render();
     skip?.rendered(relative, index, text);
     emit(relative, text);
   };
-  manifest.dags.forEach((dag, index) => each(modulePath(outDir, dag.dag_id), index, () => renderDagModule(dag, assets)));
+  manifest.dags.forEach((dag, index) => each(modulePath(outDir, dag.dag_id), index, () => renderDagModule(dag, assets, views)));
   const monitor = manifest.freshness_monitor;
-  if (monitor) each(monitorPath(outDir, monitor.dag_id), manifest.dags.length, () => renderFreshnessMonitor(monitor, assets));
+  if (monitor) each(monitorPath(outDir, monitor.dag_id), manifest.dags.length, () => renderFreshnessMonitor(monitor, assets, views));
 }
 
 /**
