@@ -175,6 +175,8 @@ function relativeToRoot(root: string, given: string, what: string): string {
 
 interface ExchangeFlags extends CommonOptions {
   out?: string;
+  /** `import odcs`: replace a contract file that exists with other content (CA3606 otherwise). */
+  force?: boolean;
 }
 
 /** `export odcs`: compile, render one ODCS document per contract, write them (only changed files). */
@@ -205,7 +207,7 @@ async function importOdcsCommand(files: string[], options: ExchangeFlags, io: Cl
   const { hasErrors } = await import("./diagnostics/diagnostic.js");
   const layout = defaultLayout(rootOf(options));
   const dir = options.out !== undefined ? relativeToRoot(layout.root, options.out, "--out") : layout.contractsDir;
-  const result = importOdcs(layout, files.map((f) => relativeToRoot(layout.root, f, "a file")), dir, { write: true });
+  const result = importOdcs(layout, files.map((f) => relativeToRoot(layout.root, f, "a file")), dir, { write: true, ...(options.force ? { force: true } : {}) });
   const diagnostics = result.diagnostics;
   const summary = `imported ${result.files.size} of ${files.length} ODCS documents into ${options.out ?? dir}: ${result.written?.written.length ?? 0} written, ${result.written?.unchanged.length ?? 0} unchanged\n`;
   io.stderr(formatDiagnostics(diagnostics, "text", (f) => result.sources.get(f)) + summary);
@@ -269,7 +271,12 @@ async function initCommand(dir: string | undefined, options: CommonOptions, io: 
   }
   const where = shown === "." ? "the current folder" : shown;
   io.stdout(`initialised a contracts repository in ${where}:\n${result.value.map((f) => `  ${f}\n`).join("")}`);
-  io.stdout(`next: ${shown === "." ? "" : `cd ${shown} && `}npm install && npx contract-assets compile (README.md has the next steps)\n`);
+  // `cd` from where the command ran, which `--root` may not be.
+  const from = path.relative(process.cwd(), path.resolve(base, given)).split(path.sep).join("/");
+  io.stdout(
+    `next: ${from === "" ? "" : `cd ${from} && `}npm install && npx contract-assets compile (README.md has the next steps; ` +
+      `where no registry serves contract-assets, install its tarball instead: npm install --save-dev <path>/contract-assets-${COMPILER_VERSION}.tgz)\n`,
+  );
   return EXIT_OK;
 }
 
@@ -389,8 +396,11 @@ export function buildProgram(io: CliIo = PROCESS_IO): Command {
         return withProject(opts, io, (r) => {
           const text = explainAsset(r.project!, r.graph!, asset);
           if (text === undefined) {
-            const guess = suggest(asset, r.project!.assets.keys());
-            io.stderr(`contract-assets: unknown asset ${JSON.stringify(asset)}${guess ? `; did you mean ${JSON.stringify(guess)}?` : ""}\n`);
+            // A name a dataset declares it was renamed from is that dataset's old name, not a typo.
+            const renamedTo = r.project!.contracts.flatMap((c) => c.contract.datasets.filter((d) => d.renamed_from?.includes(asset)).map((d) => `${c.contract.domain}.${d.name}`))[0];
+            const guess = renamedTo === undefined ? suggest(asset, r.project!.assets.keys()) : undefined;
+            const hint = renamedTo !== undefined ? `; it was renamed to ${JSON.stringify(renamedTo)} (renamed_from)` : guess ? `; did you mean ${JSON.stringify(guess)}?` : "";
+            io.stderr(`contract-assets: unknown asset ${JSON.stringify(asset)}${hint}\n`);
             return EXIT_INPUT;
           }
           io.stdout(text);
@@ -412,6 +422,7 @@ export function buildProgram(io: CliIo = PROCESS_IO): Command {
     .description("write our contract YAML from ODCS v3 documents, with comments on the orchestration fields to fill in; then validate it")
     .argument("<file...>", "ODCS documents (apiVersion v3.x.x, kind DataContract)")
     .option("--out <dir>", "the folder to write <domain>/<name>.yaml under (default: contracts)")
+    .option("--force", "replace a contract file that exists there with other content (refused otherwise, CA3606)")
     .addOption(root)
     .addOption(debug)
     .action((files: string[], opts: ExchangeFlags) => guarded(opts, () => importOdcsCommand(files, opts, io), io));

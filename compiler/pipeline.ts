@@ -1,9 +1,11 @@
+import fs from "node:fs";
 import path from "node:path";
 import { createDiagnostic, Diagnostics } from "./diagnostics/catalogue.js";
 import { hasErrors, sortDiagnostics, type Diagnostic, type StageResult } from "./diagnostics/diagnostic.js";
 import { openCacheReader, readCacheEntries } from "./discover/readCache.js";
 import type { RecordPlaces } from "./discover/readManifest.js";
 import { discoverProject, MAX_FILE_BYTES, MAX_MANIFEST_BYTES, readReferencedFiles, readSourceFile, type ProjectLayout, type SourceFile } from "./discover/discoverProject.js";
+import { readRegularFile } from "./discover/regularFile.js";
 import { breakingDiagnostics, diffManifests, type ManifestDiff } from "./diff/diffManifests.js";
 import { buildGraph, type AssetGraph } from "./graph/buildGraph.js";
 import { linkProject, type LinkedProject } from "./link/linkProject.js";
@@ -433,7 +435,7 @@ export interface ImportResult {
  * again as our format, so its diagnostics are located in the file the user will edit. A file that
  * is not an ODCS v3 document, or cannot be read as one, gives no output.
  */
-export function importOdcs(layout: ProjectLayout, paths: readonly string[], dir: string, options: { write?: boolean } = {}): ImportResult {
+export function importOdcs(layout: ProjectLayout, paths: readonly string[], dir: string, options: { write?: boolean; force?: boolean } = {}): ImportResult {
   const diagnostics: Diagnostic[] = [];
   const sources = new Map<string, string>();
   const files: FileMap = new Map();
@@ -465,7 +467,15 @@ export function importOdcs(layout: ProjectLayout, paths: readonly string[], dir:
     importedFrom.set(target, file.path);
     // A file outside the project is named by its base name only: no machine path in the output.
     const shown = file.path.startsWith("../") ? file.path.slice(file.path.lastIndexOf("/") + 1) : file.path;
-    files.set(target, renderContractYaml(contract, { path: shown, apiVersion: String(raw.apiVersion) }, reading.value.missing));
+    const text = renderContractYaml(contract, { path: shown, apiVersion: String(raw.apiVersion) }, reading.value.missing);
+    // A file already there with other text may be the hand-written contract this document was
+    // exported from: it is replaced only when asked (`force`), never silently.
+    const existing = options.force ? undefined : existingText(path.join(layout.root, target));
+    if (existing !== undefined && existing !== text) {
+      diagnostics.push(createDiagnostic(Diagnostics.OdcsImportWouldOverwrite, { target }, parsed.value.locate(["id"])));
+      continue;
+    }
+    files.set(target, text);
   }
   // The result is then validated as our format, located in the written files.
   const written = [...files].map(([path, text]) => ({ path, text, bytes: new TextEncoder().encode(text) }));
@@ -480,6 +490,25 @@ export function importOdcs(layout: ProjectLayout, paths: readonly string[], dir:
   }
   result.diagnostics = sortDiagnostics(diagnostics);
   return result;
+}
+
+/** The text of the file at `absolute` when something is there (null when it is not a regular file one can read as UTF-8), undefined when nothing is. */
+function existingText(absolute: string): string | null | undefined {
+  let stat: fs.Stats | undefined;
+  try {
+    stat = fs.lstatSync(absolute, { throwIfNoEntry: false });
+  } catch {
+    return null;
+  }
+  if (!stat) return undefined;
+  if (!stat.isFile()) return null;
+  const read = readRegularFile(absolute, { limit: MAX_FILE_BYTES, follow: false });
+  if (!("bytes" in read)) return null;
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(read.bytes);
+  } catch {
+    return null;
+  }
 }
 
 /** What `drift apply` did: the merge, the project's diagnostics after it, and what was written. */

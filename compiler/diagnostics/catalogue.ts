@@ -310,6 +310,11 @@ export const Diagnostics = {
     "error",
     (a) => `this ODCS document declares the contract id ${q(a.path)}, as ${q(a.first)} does; it is not imported`,
   ),
+  OdcsImportWouldOverwrite: entry<{ target: string }>(
+    "CA3606",
+    "error",
+    (a) => `${q(a.target)} exists with other content (perhaps the contract this document was exported from); it is not overwritten: pass --force to replace it, or --out another folder`,
+  ),
   OdcsFieldNotHonoured: entry<{ field: string; reason: string }>(
     "CA3604",
     "warning",

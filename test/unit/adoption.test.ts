@@ -85,7 +85,8 @@ describe("the compiler as an npm package", () => {
     expect(packed).toContain("compiler/schemas/manifest/v1.schema.json");
     expect(packed).toContain("templates/dag_module.py.hbs");
     expect(packed).toContain("templates/init/gitignore");
-    expect(packed).toContain("docs/contract-format.md");
+    // The documents the package's own files point at: the contract format, ODCS (an imported file's header), deployment (init's requirements.txt).
+    for (const doc of ["contract-format.md", "odcs.md", "deploy.md"]) expect(packed).toContain(`docs/${doc}`);
     expect(packed.filter((f) => f.endsWith(".ts") || f.startsWith("test/") || f.startsWith("orchestration/") || f.endsWith(".map"))).toEqual([]);
   });
 

@@ -230,6 +230,32 @@ describe("import odcs", () => {
     expect(parsed).toMatchObject({ apiVersion: "contract-assets/v1", kind: "TransformContract", id: "sales.report", domain: "sales", datasets: [{ name: "report", schema: { version: 1, properties: [{ name: "day", logicalType: "date" }] } }] });
   });
 
+  it("never overwrites a contract file that holds other text, unless forced (CA3606), and takes one that holds the same text as unchanged", () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), "ca-odcs-"));
+    const odcs = "apiVersion: v3.1.0\nkind: DataContract\nid: sales.report\nversion: 1.0.0\nstatus: draft\ndomain: sales\nschema:\n  - name: report\n    properties: [{name: day, logicalType: date}]\n";
+    fs.writeFileSync(path.join(root, "report.odcs.yaml"), odcs);
+    const target = path.join(root, "contracts/sales/report.yaml");
+    fs.mkdirSync(path.dirname(target), { recursive: true });
+    const handWritten = "# hand-written, with comments the import would lose\napiVersion: contract-assets/v1\nkind: TransformContract\nid: sales.report\n";
+    fs.writeFileSync(target, handWritten);
+    const refused = importOdcs(defaultLayout(root), ["report.odcs.yaml"], "contracts", { write: true });
+    expect(refused.diagnostics.map((d) => [d.code, d.severity, d.location?.file, d.location?.line, d.message])).toEqual([
+      ["CA3606", "error", "report.odcs.yaml", 3, '"contracts/sales/report.yaml" exists with other content (perhaps the contract this document was exported from); it is not overwritten: pass --force to replace it, or --out another folder'],
+    ]);
+    expect(refused.files.size).toBe(0);
+    expect(fs.readFileSync(target, "utf8")).toBe(handWritten);
+    const forced = importOdcs(defaultLayout(root), ["report.odcs.yaml"], "contracts", { write: true, force: true });
+    expect(forced.diagnostics.map((d) => d.code)).toEqual(["CA3003", "CA3003"]);
+    expect(forced.written?.written).toEqual(["contracts/sales/report.yaml"]);
+    const imported = fs.readFileSync(target, "utf8");
+    expect(imported).toMatch(/^# Imported from report\.odcs\.yaml/);
+    // Its own text again: no refusal, nothing written.
+    const again = importOdcs(defaultLayout(root), ["report.odcs.yaml"], "contracts", { write: true });
+    expect(again.diagnostics.map((d) => d.code)).toEqual(["CA3003", "CA3003"]);
+    expect(again.written?.unchanged).toEqual(["contracts/sales/report.yaml"]);
+    expect(fs.readFileSync(target, "utf8")).toBe(imported);
+  });
+
   it.skipIf(!HAVE_OFFICIAL)("reads every example of the standard, with located diagnostics and no internal error", () => {
     const root = fs.mkdtempSync(path.join(os.tmpdir(), "ca-odcs-"));
     const examples = fs.readdirSync(path.join(SHARED_ODCS, "examples")).filter((f) => f.endsWith(".yaml"));
