@@ -1,11 +1,9 @@
-import fs from "node:fs";
 import path from "node:path";
 import { createDiagnostic, Diagnostics } from "./diagnostics/catalogue.js";
 import { hasErrors, sortDiagnostics, type Diagnostic, type StageResult } from "./diagnostics/diagnostic.js";
 import { openCacheReader, readCacheEntries } from "./discover/readCache.js";
 import type { RecordPlaces } from "./discover/readManifest.js";
-import { discoverProject, MAX_FILE_BYTES, MAX_MANIFEST_BYTES, readReferencedFiles, readSourceFile, type ProjectLayout, type SourceFile } from "./discover/discoverProject.js";
-import { readRegularFile } from "./discover/regularFile.js";
+import { discoverProject, holdsOtherThan, MAX_FILE_BYTES, MAX_MANIFEST_BYTES, readReferencedFiles, readSourceFile, type ProjectLayout, type SourceFile } from "./discover/discoverProject.js";
 import { breakingDiagnostics, diffManifests, type ManifestDiff } from "./diff/diffManifests.js";
 import { buildGraph, type AssetGraph } from "./graph/buildGraph.js";
 import { linkProject, type LinkedProject } from "./link/linkProject.js";
@@ -470,8 +468,7 @@ export function importOdcs(layout: ProjectLayout, paths: readonly string[], dir:
     const text = renderContractYaml(contract, { path: shown, apiVersion: String(raw.apiVersion) }, reading.value.missing);
     // A file already there with other text may be the hand-written contract this document was
     // exported from: it is replaced only when asked (`force`), never silently.
-    const existing = options.force ? undefined : existingText(path.join(layout.root, target));
-    if (existing !== undefined && existing !== text) {
+    if (!options.force && holdsOtherThan(path.join(layout.root, target), text)) {
       diagnostics.push(createDiagnostic(Diagnostics.OdcsImportWouldOverwrite, { target }, parsed.value.locate(["id"])));
       continue;
     }
@@ -490,25 +487,6 @@ export function importOdcs(layout: ProjectLayout, paths: readonly string[], dir:
   }
   result.diagnostics = sortDiagnostics(diagnostics);
   return result;
-}
-
-/** The text of the file at `absolute` when something is there (null when it is not a regular file one can read as UTF-8), undefined when nothing is. */
-function existingText(absolute: string): string | null | undefined {
-  let stat: fs.Stats | undefined;
-  try {
-    stat = fs.lstatSync(absolute, { throwIfNoEntry: false });
-  } catch {
-    return null;
-  }
-  if (!stat) return undefined;
-  if (!stat.isFile()) return null;
-  const read = readRegularFile(absolute, { limit: MAX_FILE_BYTES, follow: false });
-  if (!("bytes" in read)) return null;
-  try {
-    return new TextDecoder("utf-8", { fatal: true }).decode(read.bytes);
-  } catch {
-    return null;
-  }
 }
 
 /** What `drift apply` did: the merge, the project's diagnostics after it, and what was written. */

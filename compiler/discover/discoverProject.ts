@@ -210,6 +210,23 @@ export function fileHoldsText(absolute: string, text: string): boolean {
 }
 
 /**
+ * Whether something is at `absolute` (a file, a folder, a link, anything `lstat` finds) that is not
+ * a file holding exactly `text` ({@link fileHoldsText}): what a writer that must not replace another
+ * file's content (`import odcs`, CA3606) asks before it writes there.
+ */
+export function holdsOtherThan(absolute: string, text: string): boolean {
+  let there: boolean;
+  try {
+    there = fs.lstatSync(absolute, { throwIfNoEntry: false }) !== undefined;
+  } catch {
+    // Cannot be looked at (a folder on the way is not one, no permission): nothing a write could
+    // replace there; the write itself then says why it cannot (CA9003).
+    there = false;
+  }
+  return there && !fileHoldsText(absolute, text);
+}
+
+/**
  * YAML files under a folder, sorted by path. Symbolic links are resolved: a link to a file inside
  * the project is read, a loop or a link leaving the project is CA1004, and linked folders are not
  * walked (so a loop can never hang discovery).
