@@ -2,6 +2,7 @@ import os from "node:os";
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from "node:worker_threads";
 import type { SourceFile } from "../discover/discoverProject.js";
 import { packageFileUrl } from "../support/package-root.js";
+import { fromPayload, type Payload } from "./parseCache.js";
 import { parseData, type ParsedData } from "./parseContracts.js";
 
 /**
@@ -80,7 +81,7 @@ interface Running {
 }
 
 /** What a worker posts: a batch of results from `at` (an index into its share), its end, or why it stopped. */
-export type WorkerReply = { at: number; results: ParsedData[] } | { done: true } | { error: string };
+export type WorkerReply = { at: number; results: Payload[] } | { done: true } | { error: string };
 
 /** A worker's input. `signal` holds Int32 counters: [0] messages posted by all workers, [slot] files this worker parsed. */
 export interface WorkerInput {
@@ -167,7 +168,13 @@ export function parseAll(files: readonly SourceFile[], workers: number, options:
       for (let m = r.finished ? undefined : receiveMessageOnPort(r.port); m; m = r.finished ? undefined : receiveMessageOnPort(r.port)) {
         received = true;
         const reply = m.message as WorkerReply;
-        if ("results" in reply) reply.results.forEach((data, k) => deliver(r.start + reply.at + k, data));
+        // Each result comes as a parse cache entry's payload (its value as JSON text): cheaper to
+        // take in this thread than the tree of objects; one that does not decode is parsed here.
+        if ("results" in reply)
+          reply.results.forEach((payload, k) => {
+            const entry = fromPayload(payload);
+            if (entry) deliver(r.start + reply.at + k, entry.data);
+          });
         else r.finished = true;
       }
     }

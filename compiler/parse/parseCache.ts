@@ -215,7 +215,7 @@ export function lookupParseCache(files: readonly SourceFile[], cache: ParseCache
  * when JSON cannot give it back exactly (a `-0`), and the four integer tables of the locator and
  * the line starts are one `Int32Array` (one typed array to deserialise, not four arrays).
  */
-interface Payload {
+export interface Payload {
   diagnostics: ParsedData["diagnostics"];
   verdict: unknown;
   document: null | {

@@ -3,7 +3,7 @@
 // Everything, the imports included, runs inside the try, so a failure is a message too, never a
 // silent exit.
 import { workerData } from "node:worker_threads";
-import type { ParsedData } from "./parseContracts.js";
+import type { Payload } from "./parseCache.js";
 import type { WorkerInput, WorkerReply } from "./parallelParse.js";
 
 const input = workerData as WorkerInput;
@@ -15,10 +15,11 @@ const post = (reply: WorkerReply): void => {
 };
 try {
   const { parseData } = await import("./parseContracts.js");
-  let batch: ParsedData[] = [];
+  const { toPayload } = await import("./parseCache.js");
+  let batch: Payload[] = [];
   let at = 0;
   for (const file of input.files) {
-    batch.push(parseData(file));
+    batch.push(toPayload({ data: parseData(file), verdict: null }));
     Atomics.add(counters, input.slot, 1);
     if (batch.length === input.batch) {
       post({ at, results: batch });
