@@ -293,9 +293,9 @@ export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputW
   const readyFolders = new Set<string>();
   let stopped = false;
   let ended = false;
-  // The file a thread is staging (ADR 0017w), with its text to stage here if the thread gives nothing,
-  // and its place in `staged` (the order the files were offered in).
-  let staging: { thread: StagingThread; place: number; relative: string; temp: string; text: string } | undefined;
+  // The file a thread is staging (ADR 0017w): its place in `staged` (the order the files were
+  // offered in), and its text to stage here if the thread gives nothing.
+  let staging: { thread: StagingThread; place: number; text: string } | undefined;
   // The thread staging the small files after the first ones (ADR 0020), each tagged with its place in `staged`.
   let batch: BatchStager<number> | undefined;
   let batchTried = false;
@@ -380,7 +380,8 @@ export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputW
   const settle = (): void => {
     const failures: Array<{ place: number; reason: string }> = [];
     if (staging) {
-      const { thread, place, relative, temp, text } = staging;
+      const { thread, place, text } = staging;
+      const { relative, temp } = staged[place]!;
       staging = undefined;
       const done = thread.wait();
       if (done && "sha256" in done) digests.set(relative, done.sha256);
@@ -436,7 +437,7 @@ export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputW
         // failed start took them, the text).
         const length = bytes.byteLength;
         const started = !staging && startStagingThread(temp, bytes, thread);
-        if (started) return void (staging = { thread: started, place: staged.length - 1, relative, temp, text });
+        if (started) return void (staging = { thread: started, place: staged.length - 1, text });
         const intact = bytes.byteLength === length;
         digests.set(relative, sha256(intact ? bytes : text));
         if (intact) writeBytes(temp, bytes);

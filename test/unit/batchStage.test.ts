@@ -81,10 +81,17 @@ describe("the write's batch staging thread", () => {
     expect(fs.readdirSync(dir)).toEqual([]);
   });
 
-  it("starts only past the write's first files, staging those itself (the default)", () => {
-    const files = modules(BATCH_STAGE_AFTER + 40);
-    const threaded = write(files, {});
-    expect(snapshot(threaded.dir)).toEqual(snapshot(write(files, NONE).dir));
+  it("starts only past the write's first BATCH_STAGE_AFTER files, staging those itself", () => {
+    // A thread that stalls is waited for: the write takes at least its stall time only when it started one.
+    const timed = (count: number, stallMs: number) => {
+      const files = modules(count);
+      const started = Date.now();
+      const run = write(files, { script: STALLS, stallMs });
+      expect(snapshot(run.dir)).toEqual(snapshot(write(files, NONE).dir));
+      return Date.now() - started;
+    };
+    expect(timed(BATCH_STAGE_AFTER, 5_000)).toBeLessThan(5_000);
+    expect(timed(BATCH_STAGE_AFTER + 1, 300)).toBeGreaterThanOrEqual(300);
   });
 
   it("says a file it cannot create as the calling thread does (CA9003, the first failing file), with nothing renamed and no temporary left", () => {
