@@ -109,7 +109,7 @@ async function compileCommand(options: CompileFlags, mode: "compile" | "validate
     ...(options.against !== undefined ? { against: options.against } : {}),
     ...(options.force ? { force: true } : {}),
     ...(options.workers !== undefined ? { workers: options.workers } : {}),
-    ...(usesCache(options) ? { cache: true } : {}),
+    ...(usesCache(options) ? { cache: true, splice: true } : {}),
     // validate and diff print no file: nothing is rendered (render reports nothing).
     ...(mode === "compile" ? { write: options.check ? ("check" as const) : ("write" as const) } : { render: false }),
   });
@@ -121,8 +121,8 @@ async function compileCommand(options: CompileFlags, mode: "compile" | "validate
     // What differs, file by file (sqlc's `verify`): bounded unified diffs.
     if (r.drift?.length) drift = (await import("./report/formatDrift.js")).driftPatches(r.drift);
     const failed = diagnostics.some((d) => d.code === "CA9003");
-    const dags = result.manifest?.dags.length ?? 0;
-    const assets = result.manifest?.assets.length ?? 0;
+    const dags = result.manifest?.dags.length ?? result.counts?.dags ?? 0;
+    const assets = result.manifest?.assets.length ?? result.counts?.assets ?? 0;
     summary = options.check
       ? hasErrors(diagnostics)
         ? `${layout.outDir}/ is out of date: ${r.written.length + r.deleted.length} file(s) differ\n`

@@ -3,31 +3,35 @@ import { createDiagnostic, Diagnostics } from "./diagnostics/catalogue.js";
 import { hasErrors, sortDiagnostics, type Diagnostic, type StageResult } from "./diagnostics/diagnostic.js";
 import { openCacheReader, readCacheEntries } from "./discover/readCache.js";
 import type { RecordPlaces } from "./discover/readManifest.js";
-import { discoverProject, holdsOtherThan, MAX_FILE_BYTES, MAX_MANIFEST_BYTES, readReferencedFiles, readSourceFile, type ProjectLayout, type SourceFile } from "./discover/discoverProject.js";
+import { discoverProject, holdsOtherThan, listStampedFiles, readOutputManifestBytes, stampFiles, startOutputManifestRead, type DiscoveredProject, MAX_FILE_BYTES, MAX_MANIFEST_BYTES, readReferencedFiles, readSourceFile, type ProjectLayout, type SourceFile } from "./discover/discoverProject.js";
 import { breakingDiagnostics, diffManifests, type ManifestDiff } from "./diff/diffManifests.js";
+import { compileStateWriter, decodeCompileState, describeCompile, encodeCompileState, fileInterface, recordsByFile, STATE_FOLDER, STATE_KEY, type CompileState } from "./manifest/compileState.js";
 import { buildGraph, type AssetGraph } from "./graph/buildGraph.js";
 import { linkProject, type LinkedProject } from "./link/linkProject.js";
 import { buildManifest, type Manifest } from "./manifest/buildManifest.js";
-import { MANIFEST_CACHE_FOLDER, openRecordCache, RECORD_INDEX_KEY, RECORD_INDEX_PATH } from "./manifest/recordCache.js";
+import { encodeRecordIndex, MANIFEST_CACHE_FOLDER, openRecordCache, readCompleteIndex, RECORD_INDEX_KEY, RECORD_INDEX_PATH, spliceRecords, type RecordKeys, type RecordReplacement } from "./manifest/recordCache.js";
+import type { DagPlan, ManifestAsset } from "./model/manifest.js";
 import { MANIFEST_VERSION } from "./model/manifest.js";
 import { isOdcsDocument } from "./model/odcs.js";
 import { referencedPaths } from "./model/references.js";
-import { CACHE_FOLDER, cacheContext, openParseCache, PARSE_CACHE_FOLDER, parseCacheNotes, parseCacheWriter } from "./parse/parseCache.js";
+import { CACHE_FOLDER, cacheContext, openParseCache, PARSE_CACHE_FOLDER, parseCacheKeys, parseCacheNotes, parseCacheWriter } from "./parse/parseCache.js";
 import { parseContracts, parseDocument, type ParsedDocument } from "./parse/parseContracts.js";
 import { planDags } from "./plan/planDags.js";
 import { planFreshnessMonitor } from "./plan/planFreshnessMonitor.js";
 import { renderContractYaml } from "./render/renderContractYaml.js";
-import { MODULE_INDEX_KEY, openModuleCache, RENDER_CACHE_FOLDER } from "./render/moduleCache.js";
-import { renderEachModule, type FileMap } from "./render/renderModules.js";
+import { encodeModuleIndex, MODULE_INDEX_KEY, moduleCacheWriter, moduleDigest, moduleKeys, openModuleCache, readModuleIndex, RENDER_CACHE_FOLDER, type IndexEntry as ModuleIndexEntry } from "./render/moduleCache.js";
+import { assetRenderInputs, modulePath, renderDagModule, renderEachModule, usedAssets, type FileMap } from "./render/renderModules.js";
 import { renderOdcs } from "./render/renderOdcs.js";
 import { mergeProposal, parseProposal } from "./report/driftApply.js";
 import { packageNameOf, scaffoldFiles } from "./report/initCommand.js";
+import { nowNs, trustedStamp } from "./support/fileStamp.js";
+import { sha256Hex } from "./support/hash.js";
 import { suggest } from "./support/suggest.js";
 import type { RenameCandidate } from "./support/renames.js";
 import { readOdcsContract } from "./validate/readOdcs.js";
 import { SCHEMA_FILES } from "./validate/schemas.js";
 import { isStoredVerdict, restoreVerdict, storedVerdictOf, validateDocument, validateDocuments, type DocumentVerdict, type StoredVerdict } from "./validate/validateDocuments.js";
-import { openCacheWrite, writeCacheEntries } from "./write/writeCache.js";
+import { openCacheWrite, removeCacheEntry, writeCacheEntries } from "./write/writeCache.js";
 import { writeNewFiles } from "./write/writeNewFiles.js";
 import { openWrite, writeOutputs, type WriteReport, type WriteScope } from "./write/writeOutputs.js";
 import { COMPILER_NAME, COMPILER_VERSION } from "./version.js";
@@ -70,7 +74,13 @@ export interface CompileResult {
     modules?: { unchanged: number; rendered: number };
     records?: { reused: number; made: number };
     readAhead?: { files: number; entries: number };
+    /** With `splice`, when the compile was a splice (ADR 0022): contract files that changed, and files compiled. */
+    splice?: { changed: number; compiled: number };
   };
+  /** How many DAGs and Assets the manifest holds, when the compile was a splice (`manifest` is then not in memory). */
+  counts?: { dags: number; assets: number };
+  /** With `subset`: the manifest's text, and the record cache's keys and places of each record in it. */
+  subset?: { text: string; keys: RecordKeys; placed: ReadonlyArray<readonly number[]> };
 }
 
 /** Options of a compile; the CLI's flags, and hooks for tests. */
@@ -117,6 +127,20 @@ export interface CompileOptions {
   readAhead?: boolean | "thread";
   /** The reader thread's script (tests: one that fails); default the compiled `readAheadWorker.js`. */
   readAheadScript?: URL;
+  /**
+   * With `cache` and `write: "write"` (the CLI's `compile`): when the compile state of the last
+   * compile is there and few contract files changed, each keeping its interface, compile only
+   * them and the files around them and splice their records into the last manifest (ADR 0022);
+   * otherwise compile the whole project, and write the state for the next compile. The output is
+   * the same either way.
+   */
+  splice?: boolean;
+  /**
+   * Internal (ADR 0022): compile these files in place of discover's, with the parse cache of
+   * `cache`, keeping every entry of `keep`, and stop after the manifest stage (`subset` of the
+   * result). The splice's compile of a neighbourhood.
+   */
+  subset?: { contracts: SourceFile[]; configs: SourceFile[]; keep: ReadonlySet<string>; readAhead?: DiscoveredProject["readAhead"] };
 }
 
 /** A manifest with nothing in it: the previous state of a first compile asked for a diff. */
@@ -149,12 +173,23 @@ function knownText(path: string, box: { text?: string }): Map<string, string> {
  * text is the new manifest's (ADR 0017).
  */
 export function compileProject(layout: ProjectLayout, options: CompileOptions = {}): CompileResult {
+  // Before any file is read: a file's stamp is kept only when the file is older (ADR 0017q, 0022).
+  const startedAt = nowNs();
   const diagnostics: Diagnostic[] = [];
+  // A warm compile of few changed files: only they and their neighbours are compiled (ADR 0022).
+  const spliceNotes: Diagnostic[] = [];
+  if (options.splice && options.cache && options.write === "write" && !options.subset && !options.previousManifest && options.against === undefined && !options.diff && !options.overlay && !options.keepFiles && !options.reorder) {
+    const spliced = spliceCompile(layout, startedAt);
+    if ("result" in spliced) return spliced.result;
+    spliceNotes.push(...spliced.notes);
+  }
   const sources = new Map<string, string>();
   // Entries are of this build of the parse and validate stages.
   let parseWriter: string | undefined;
   const writer = (): string => (parseWriter ??= parseCacheWriter(COMPILER_NAME, COMPILER_VERSION, { modules: ["parse/parseContracts", "validate/validateDocuments"], files: SCHEMA_FILES }));
-  const discovered = discoverProject(layout, {
+  const discovered: StageResult<DiscoveredProject> = options.subset
+    ? { value: { contractPaths: options.subset.contracts.map((f) => f.path), contracts: options.subset.contracts, configs: options.subset.configs, ...(options.subset.readAhead ? { readAhead: options.subset.readAhead } : {}) }, diagnostics: [] }
+    : discoverProject(layout, {
     previous: options.previousManifest ? "none" : options.against !== undefined ? { ref: options.against } : "output",
     ...(options.force ? { force: true } : {}),
     ...(options.write === "write" ? { writes: true } : {}),
@@ -173,6 +208,7 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
   }
   diagnostics.push(...discovered.diagnostics);
   for (const f of [...discovered.value.contracts, ...discovered.value.configs]) sources.set(f.path, f.text);
+  diagnostics.push(...spliceNotes);
 
   // Each document is validated as soon as its parse arrives, while worker threads parse the rest;
   // a document from the incremental cache comes with its verdict (ADR 0017j), kept for the next
@@ -214,7 +250,7 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
   }
   const configs = parseContracts(discovered.value.configs, { ...parseOptions(true), ...(parseCache ? { cache: parseCache } : {}) });
   diagnostics.push(...contracts.diagnostics, ...configs.diagnostics);
-  const cached = parseCache && cacheWrite!.finish(new Set(parseCache.keys.values()));
+  const cached = parseCache && cacheWrite!.finish(options.subset ? options.subset.keep : new Set(parseCache.keys.values()));
   if (parseCache) diagnostics.push(...parseCacheNotes(parseCache), ...cached!.diagnostics);
 
   // The files the documents name (SQL producers, dbt manifests) are read now, before any stage
@@ -290,7 +326,7 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
   // its file rather than written out again (ADR 0017p); an Asset record's dataset is keyed by its
   // file's parse-cache key (ADR 0017t).
   const records = parseCache
-    ? openRecordCache({ name: COMPILER_NAME, version: COMPILER_VERSION }, readCacheEntries(layout.root, MANIFEST_CACHE_FOLDER, [RECORD_INDEX_KEY]), () => discovered.value.outputManifestBytes?.(), parseCache.keys)
+    ? openRecordCache({ name: COMPILER_NAME, version: COMPILER_VERSION }, options.subset ? { found: new Map(), unreadable: new Map() } : readCacheEntries(layout.root, MANIFEST_CACHE_FOLDER, [RECORD_INDEX_KEY]), () => discovered.value.outputManifestBytes?.(), parseCache.keys)
     : undefined;
   const { manifest, manifestText, manifestDiagnostics } = boxedManifest(() => buildManifest(linked.value, graph.value, plans.value, planFreshnessMonitor(linked.value), records?.texts));
   // The text's bytes go to the write, which hashes them for the index (only a write needs it) and,
@@ -302,6 +338,11 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
   const stagesInThread = records !== undefined && records.counts.reused > 0;
   diagnostics.push(...plans.diagnostics, ...manifestDiagnostics, ...(records?.notes ?? []));
   result.manifest = manifest;
+  if (options.subset) {
+    result.subset = { text: manifestText.text!, keys: records!.keys, placed: records!.placed() };
+    result.diagnostics = sortDiagnostics(diagnostics);
+    return result;
+  }
   // Read against the new manifest: the same text is the same state (this compiler wrote it, so it
   // needs no parse or schema check: the no-op compile, `--check` and `validate` of an up-to-date
   // project), and otherwise only the records whose text changed are parsed (ADR 0017d).
@@ -326,6 +367,7 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
     diagnostics.push(...breaking.diagnostics.filter((d) => !taken.has(lineOf(d))));
   }
   let moduleCounts: { unchanged: number; rendered: number } | undefined;
+  let stateWritten = false;
   if (options.render !== false && !hasErrors(diagnostics)) {
     // Rendered file by file into the write (ADR 0017i): a file found holding its text is dropped at
     // once, a changed one staged (or kept for --check's report); the map of every file is built only
@@ -363,12 +405,24 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
     else {
       if (files) result.files = files;
       if (write) {
-        const written = write.finish();
+  const written = write.finish();
         diagnostics.push(...written.diagnostics);
         result.written = written.value;
         // The index describes the manifest file only once the file holds the new text (not after --check).
         if (records && options.write === "write" && !hasErrors(written.diagnostics)) {
-          diagnostics.push(...writeCacheEntries(layout.root, CACHE_FOLDER, MANIFEST_CACHE_FOLDER, new Map([[RECORD_INDEX_KEY, records.encode(write.digestOf(manifestPath))]]), new Set(), Diagnostics.RecordIndexNotWritten).diagnostics);
+          const digest = write.digestOf(manifestPath);
+          diagnostics.push(...writeCacheEntries(layout.root, CACHE_FOLDER, MANIFEST_CACHE_FOLDER, new Map([[RECORD_INDEX_KEY, records.encode(digest)]]), new Set(), Diagnostics.RecordIndexNotWritten).diagnostics);
+          // The compile state for the next compile's splice (ADR 0022): only of a compile that said
+          // nothing of the project (a note of the cache is no finding), every record keyed.
+          const keyed = records.keys.assets.every((k) => k !== undefined) && records.keys.dags.every((k) => k !== undefined);
+          if (options.splice && digest !== undefined && keyed && !hasErrors(diagnostics)) {
+            const reported = sortDiagnostics(diagnostics.filter((d) => !CACHE_NOTES.has(d.code)));
+            const state = describeCompile(manifest, digest, cacheContext(discovered.value.configs), discovered.value.contractPaths, parseCache!.keys, producerFiles.value, reported, (paths) => stampFiles(layout.root, paths, startedAt).stamps);
+            if (state) {
+              diagnostics.push(...writeCacheEntries(layout.root, CACHE_FOLDER, STATE_FOLDER, new Map([[STATE_KEY, encodeCompileState(state, compileStateWriter(COMPILER_NAME, COMPILER_VERSION))]]), new Set(), Diagnostics.CompileStateNotWritten).diagnostics);
+              stateWritten = true;
+            }
+          }
         }
       }
     }
@@ -376,6 +430,11 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
       diagnostics.push(...writeCacheEntries(layout.root, CACHE_FOLDER, RENDER_CACHE_FOLDER, new Map([[MODULE_INDEX_KEY, modules.encode()]]), new Set(), Diagnostics.ModuleIndexNotWritten).diagnostics);
       moduleCounts = modules.counts;
     }
+  }
+  // A compile that left no state of its own leaves none of an earlier one: the next compile is
+  // a whole one (ADR 0022).
+  if (options.splice && cacheWrite && options.write === "write" && !stateWritten) {
+    diagnostics.push(...removeCacheEntry(layout.root, STATE_FOLDER, STATE_KEY, Diagnostics.CompileStateNotWritten));
   }
   if (parseCache) result.cache = { hits: parseCache.hits, parsed: parseCache.parsed, verdicts: reused, written: cached!.value.written, removed: cached!.value.removed, ...(moduleCounts ? { modules: moduleCounts } : {}), ...(records ? { records: records.counts } : {}), ...(ahead ? { readAhead: { ...ahead.taken } } : {}) };
   result.diagnostics = sortDiagnostics(diagnostics);
@@ -562,4 +621,226 @@ export function initRepository(target: string, shown: string): StageResult<strin
 /** An internal error as a diagnostic (exit 2 in the CLI). */
 export function internalError(error: unknown): Diagnostic {
   return createDiagnostic(Diagnostics.InternalError, { detail: error instanceof Error ? error.message : String(error) }, undefined);
+}
+
+/** The notes of the incremental cache: a compile that said nothing else leaves a compile state (ADR 0022). */
+const CACHE_NOTES: ReadonlySet<string> = new Set(["CA1950", "CA1951", "CA1952", "CA1953", "CA9950", "CA9951", "CA9952", "CA9953"]);
+/** A splice compiles at most this many changed contract files (ADR 0022), */
+export const MAX_SPLICE_CHANGED = 32;
+/** and at most this many files with their neighbours; beyond, the whole project is compiled. */
+export const MAX_SPLICE_COMPILED = 512;
+
+/**
+ * The splice of ADR 0022: a warm `compile` whose contract files mostly have the keys of the last
+ * compile state compiles only the changed files K, the files K reads Assets from, the files
+ * reading K's Assets (C) and the files C reads from, then replaces K's records in the last
+ * manifest by the new ones and renders only the DAG modules of K and C; every other module is
+ * checked on the disk against the render index, as a whole compile checks it. Taken only when
+ * nothing else can differ from a whole compile's output and report: the same contract files and
+ * orchestration config, every file the documents name holding the same text, the manifest and the
+ * indexes the state describes, no diagnostic on K or C, K's interface (`fileInterface`) unchanged,
+ * C's records and every other record the modules read unchanged (by key), every change of K's
+ * records safe and metadata-only to the diff, and every other module on the disk as indexed.
+ * Otherwise gives the notes to report (CA1953) and the whole project is compiled.
+ */
+function spliceCompile(layout: ProjectLayout, since: bigint): { result: CompileResult } | { notes: Diagnostic[] } {
+  const compiler = { name: COMPILER_NAME, version: COMPILER_VERSION };
+  const none = { notes: [] as Diagnostic[] };
+
+  const stateRead = decodeCompileState(readCacheEntries(layout.root, STATE_FOLDER, [STATE_KEY]), compileStateWriter(COMPILER_NAME, COMPILER_VERSION));
+  if (!stateRead) return none;
+  if ("note" in stateRead) return { notes: [stateRead.note] };
+  const state = stateRead.state;
+  // The same contract files and orchestration config.
+  const listed = listStampedFiles(layout);
+  if (!listed || listed.contractPaths.length !== state.paths.length || listed.contractPaths.some((p, i) => p !== state.paths[i])) return none;
+  const problems: Diagnostic[] = [];
+  const configs = listed.configPaths.map((p) => readSourceFile(layout.root, p, problems));
+  if (problems.length > 0 || configs.some((f) => f === undefined)) return none;
+  const configFiles = configs as SourceFile[];
+  const context = cacheContext(configFiles);
+  if (context !== state.context) return none;
+  // The contract files whose stamp changed are read; those whose bytes changed are K.
+  const paths = state.paths;
+  const stamped = stampFiles(layout.root, paths, since, state.stamps);
+  const files = new Map<number, SourceFile>();
+  const readAt = (i: number): SourceFile | undefined => {
+    let f = files.get(i);
+    if (!f) {
+      f = readSourceFile(layout.root, paths[i]!, problems);
+      if (f) files.set(i, f);
+    }
+    return f;
+  };
+  const keys = [...state.keys];
+  for (const i of stamped.changed) {
+    const f = readAt(i);
+    if (!f) return none;
+    keys[i] = parseCacheKeys([f], context).get(f.path)!;
+  }
+  const changed = stamped.changed.filter((i) => keys[i] !== state.keys[i]);
+  if (changed.length > MAX_SPLICE_CHANGED) return none;
+  // Read and hashed in a thread while the neighbourhood is compiled (ADR 0017w).
+  const manifestAhead = startOutputManifestRead(layout);
+  // Every file the documents name holds the text the state was made of.
+  const namedPaths = state.referenced.map(([p]) => p);
+  const namedStamped = stampFiles(layout.root, namedPaths, since, state.referencedStamps);
+  const named = readReferencedFiles(layout.root, namedStamped.changed.map((i) => namedPaths[i]!), MAX_MANIFEST_BYTES);
+  if (named.diagnostics.length > 0 || namedStamped.changed.some((i) => { const text = named.value.get(namedPaths[i]!); return text === undefined || sha256Hex(text) !== state.referenced[i]![1]; })) return none;
+  // The manifest and the indexes the state describes.
+  const ahead = manifestAhead?.take();
+  const previousBytes = ahead && "bytes" in ahead ? ahead.bytes : readOutputManifestBytes(layout);
+  const previous = previousBytes && { bytes: previousBytes, sha256: ahead && "sha256" in ahead ? ahead.sha256 : sha256Hex(previousBytes) };
+  const index = readCompleteIndex(compiler, readCacheEntries(layout.root, MANIFEST_CACHE_FOLDER, [RECORD_INDEX_KEY]));
+  const modules = readModuleIndex(compiler, readCacheEntries(layout.root, RENDER_CACHE_FOLDER, [MODULE_INDEX_KEY]));
+  if (!previous || !index || !modules || index.digest !== state.manifest || previous.sha256 !== state.manifest) return none;
+  if (index.counts[0] !== state.counts.assets || index.counts[1] !== state.counts.dags) return none;
+  const sources = new Map<string, string>(configFiles.map((f) => [f.path, f.text]));
+  const K = new Set(changed);
+  const consumers = new Set<number>();
+  if (K.size > 0) state.reads.forEach((from, i) => { if (!K.has(i) && from.some((f) => K.has(f))) consumers.add(i); });
+  const compiled = new Set<number>([...K, ...consumers]);
+  for (const i of [...K, ...consumers]) for (const f of state.reads[i]!) compiled.add(f);
+  if (compiled.size > MAX_SPLICE_COMPILED) return none;
+  const recordAt = (array: number, i: number): number => (array === 0 ? i : index.counts[0]! + i);
+  const outDir = layout.outDir;
+  const moduleWriter = moduleCacheWriter(COMPILER_NAME, COMPILER_VERSION);
+  const replaced: RecordReplacement[] = [];
+  const rerendered = new Map<string, { text: string; key: Buffer }>();
+  let reported = state.diagnostics;
+  if (K.size > 0) {
+    const order = [...compiled].sort((a, b) => a - b);
+    const subFiles: SourceFile[] = [];
+    for (const i of order) {
+      const f = readAt(i);
+      if (!f) return none;
+      subFiles.push(f);
+      sources.set(f.path, f.text);
+    }
+    const keep = new Set([...keys, ...parseCacheKeys(configFiles, context).values()]);
+    const sub = compileProject(layout, { cache: true, workers: 0, subset: { contracts: subFiles, configs: configFiles, keep } });
+    const manifest = sub.manifest;
+    if (!manifest || !sub.subset) return none;
+    const texts = Buffer.from(sub.subset.text, "latin1");
+    let unkeyed = false;
+    const watched = new Set([...K, ...consumers].map((i) => state.paths[i]!));
+    // What the whole compile reported of K and C is what the neighbourhood's reports (no error, nothing
+    // of the whole project); every other file's findings are the state's, none pointing into K.
+    if (sub.diagnostics.some((d) => !d.location || (watched.has(d.location.file) && d.severity === "error"))) return none;
+    const changedPaths = new Set([...K].map((i) => state.paths[i]!));
+    reported = state.diagnostics.filter((d) => !d.location || !watched.has(d.location.file));
+    if (reported.some((d) => d.related.some((r) => changedPaths.has(r.location.file)))) return none;
+    reported.push(...sub.diagnostics.filter((d) => watched.has(d.location!.file) && !CACHE_NOTES.has(d.code)));
+    const byFile = recordsByFile(manifest);
+    const empty = { assets: [], dags: [] };
+    // Each record of the neighbourhood's manifest at its place in the whole one, by file.
+    const fullAsset = new Map<number, number>();
+    for (const i of order) {
+      const mine = byFile.get(state.paths[i]!) ?? empty;
+      const pairs = state.records[i]!;
+      const assets = pairs.filter((_, j) => j % 2 === 1 && pairs[j - 1] === 0);
+      const dags = pairs.filter((_, j) => j % 2 === 1 && pairs[j - 1] === 1);
+      if (mine.assets.length !== assets.length || ((K.has(i) || consumers.has(i)) && mine.dags.length !== dags.length)) return none;
+      mine.assets.forEach((x, j) => fullAsset.set(x, assets[j]!));
+      if (K.has(i)) {
+        if (fileInterface(manifest, mine) !== state.interfaces[i]) return none;
+        const add = (array: number, at: number, full: number): void => {
+          const span = sub.subset!.placed[array]!;
+          const key = (array === 0 ? sub.subset!.keys.assets : sub.subset!.keys.dags)[at];
+          if (key === undefined) unkeyed = true;
+          else replaced.push({ array, index: full, key, text: texts.subarray(span[2 * at]!, span[2 * at + 1]!) });
+        };
+        mine.assets.forEach((x, j) => add(0, x, assets[j]!));
+        mine.dags.forEach((x, j) => add(1, x, dags[j]!));
+      } else if (consumers.has(i)) {
+        // A file reading K's Assets: its records are the ones the whole manifest holds.
+        if (mine.dags.some((x, j) => sub.subset!.keys.dags[x] !== index.keys[recordAt(1, dags[j]!)]) || mine.assets.some((x, j) => sub.subset!.keys.assets[x] !== index.keys[recordAt(0, assets[j]!)])) return none;
+      }
+    }
+    if (unkeyed) return none;
+    // What the modules of K and C read of the other files' Assets is what the whole manifest holds.
+    const assetsOfK = new Set([...K].flatMap((i) => (byFile.get(state.paths[i]!) ?? empty).assets));
+    const at = new Map(manifest.assets.map((a, i) => [a.name, i]));
+    const dagsRendered = [...K, ...consumers].flatMap((i) => (byFile.get(state.paths[i]!) ?? empty).dags);
+    for (const d of dagsRendered) {
+      for (const name of usedAssets(manifest.dags[d]!)) {
+        const x = at.get(name);
+        if (x === undefined || assetsOfK.has(x)) continue;
+        const full = fullAsset.get(x);
+        if (full === undefined || sub.subset.keys.assets[x] !== index.keys[recordAt(0, full)]) return none;
+      }
+    }
+    // Every change of K's records is safe and metadata-only, as the diff of the whole would say.
+    const bytes = previous.bytes;
+    const before = (r: RecordReplacement): unknown => JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("latin1", index.spans[2 * recordAt(r.array, r.index)]!, index.spans[2 * recordAt(r.array, r.index) + 1]!));
+    const consumerDags = [...consumers].flatMap((i) => (byFile.get(state.paths[i]!) ?? empty).dags.map((x) => manifest.dags[x]!));
+    const side = (records: Array<{ array: number; value: unknown }>): Manifest => ({ ...emptyManifest(), assets: records.filter((r) => r.array === 0).map((r) => r.value as ManifestAsset), dags: [...records.filter((r) => r.array === 1).map((r) => r.value as DagPlan), ...consumerDags] });
+    const after = replaced.map((r) => ({ array: r.array, value: JSON.parse(Buffer.from(r.text).toString("latin1")) as unknown }));
+    const diff = diffManifests(side(replaced.map((r) => ({ array: r.array, value: before(r) }))), side(after));
+    if (diff.changes.some((c) => c.severity !== "safe" || c.category !== "metadata-only")) return none;
+    // The freshness monitor's module reads its Assets' render inputs: those of K's must not change.
+    const monitored = new Set((manifest.freshness_monitor?.assets ?? []).map((a) => a.name));
+    for (const [j, r] of replaced.entries()) {
+      if (r.array !== 0) continue;
+      const a = after[j]!.value as ManifestAsset;
+      if (monitored.has(a.name) && JSON.stringify(assetRenderInputs(a)) !== JSON.stringify(assetRenderInputs(before(r) as ManifestAsset))) return none;
+    }
+    // The modules of K and C, rendered from the neighbourhood's manifest, keyed as a whole compile keys them.
+    const keyOf = moduleKeys(manifest, outDir, moduleWriter, sub.subset.keys);
+    const assets = new Map(manifest.assets.map((a) => [a.name, a]));
+    for (const d of dagsRendered) rerendered.set(modulePath(outDir, manifest.dags[d]!.dag_id), { text: renderDagModule(manifest.dags[d]!, assets), key: keyOf(d) });
+  }
+  const spliced = spliceRecords(index, previous.bytes, replaced);
+  if (!spliced) return none;
+  // The write of a whole compile: the manifest, the modules rendered, every other module found on
+  // the disk as the index says (else the whole project is compiled).
+  const write = openWrite(layout, { check: false, ignore: ["odcs/**"], ...(replaced.length === 0 ? { known: new Map([[`${outDir}/manifest.json`, ""]]) } : {}) });
+  const manifestPath = `${outDir}/manifest.json`;
+  const next = new Map<string, ModuleIndexEntry>();
+  for (const [relative, entry] of modules) {
+    const fresh = rerendered.get(relative);
+    if (fresh) {
+      next.set(relative, { key: fresh.key, text: moduleDigest(fresh.text), stamp: undefined });
+      continue;
+    }
+    const stamp = write.holdsDigest(relative, entry.text, entry.stamp);
+    if (!stamp) {
+      write.discard();
+      return none;
+    }
+    next.set(relative, { key: entry.key, text: entry.text, stamp: trustedStamp(stamp, since) });
+  }
+  if ([...rerendered.keys()].some((relative) => !modules.has(relative))) {
+    write.discard();
+    return none;
+  }
+  // Unchanged, the manifest is the file read, whose sha256 is the state's: known to hold its text
+  // (`known`, ADR 0017g), which is then neither made nor compared.
+  if (replaced.length === 0) write.add(manifestPath, "", undefined);
+  else write.addBytes(manifestPath, spliced.pieces);
+  for (const [relative, fresh] of rerendered) write.add(relative, fresh.text);
+  const written = write.finish();
+  const diagnostics = [...reported, ...written.diagnostics];
+  // The text of each file a finding points at, for its excerpt.
+  const pathIndex = new Map(paths.map((p, i) => [p, i]));
+  for (const d of reported) {
+    for (const file of [d.location?.file, ...d.related.map((r) => r.location.file)]) {
+      if (file === undefined || sources.has(file)) continue;
+      const at = pathIndex.get(file);
+      const f = at !== undefined ? readAt(at) : readSourceFile(layout.root, file, []);
+      if (f) sources.set(f.path, f.text);
+    }
+  }
+  const result: CompileResult = { diagnostics: [], sources, writeScope: { ignore: ["odcs/**"] }, written: written.value, counts: { ...state.counts } };
+  const digest = replaced.length === 0 ? state.manifest : write.digestOf(manifestPath);
+  if (!hasErrors(written.diagnostics) && digest !== undefined) {
+    const entries = (folder: string, key: string, bytes: Uint8Array, note: (typeof Diagnostics)["RecordIndexNotWritten"]): Diagnostic[] => writeCacheEntries(layout.root, CACHE_FOLDER, folder, new Map([[key, bytes]]), new Set(), note).diagnostics;
+    diagnostics.push(...entries(MANIFEST_CACHE_FOLDER, RECORD_INDEX_KEY, encodeRecordIndex(compiler, { ...spliced.index, digest }), Diagnostics.RecordIndexNotWritten));
+    diagnostics.push(...entries(RENDER_CACHE_FOLDER, MODULE_INDEX_KEY, encodeModuleIndex(moduleWriter, next), Diagnostics.ModuleIndexNotWritten));
+    const nextState: CompileState = { ...state, manifest: digest, keys, stamps: stamped.stamps, referencedStamps: namedStamped.stamps, diagnostics: sortDiagnostics(reported) };
+    diagnostics.push(...entries(STATE_FOLDER, STATE_KEY, encodeCompileState(nextState, compileStateWriter(COMPILER_NAME, COMPILER_VERSION)), Diagnostics.CompileStateNotWritten));
+  }
+  result.cache = { hits: 0, parsed: 0, verdicts: 0, written: 0, removed: 0, modules: { unchanged: modules.size - rerendered.size, rendered: rerendered.size }, records: { reused: state.counts.assets + state.counts.dags - replaced.length, made: replaced.length }, splice: { changed: K.size, compiled: compiled.size } };
+  result.diagnostics = sortDiagnostics(diagnostics);
+  return { result };
 }

@@ -62,6 +62,11 @@ export const Diagnostics = {
     "info",
     (a) => `the incremental cache's index of the manifest's records is ${a.problem} (${a.detail}), so it was ignored and every record of the manifest written out again`,
   ),
+  CompileStateIgnored: entry<{ problem: string; detail: string }>(
+    "CA1953",
+    "info",
+    (a) => `the incremental cache's compile state is ${a.problem} (${a.detail}), so it was ignored and the whole project compiled`,
+  ),
 
   // 2: parse
   YamlSyntax: entry<{ detail: string }>("CA2001", "error", (a) => `YAML syntax error: ${a.detail}`),
@@ -562,6 +567,12 @@ export const Diagnostics = {
     "info",
     (a) =>
       `cannot write the incremental cache's ${q(a.path)}: ${a.reason}${a.others > 0 ? ` (and ${a.others} more)` : ""}; the output is complete, and the next compile writes out every record of the manifest again`,
+  ),
+  CompileStateNotWritten: entry<{ path: string; reason: string; others: number }>(
+    "CA9953",
+    "info",
+    (a) =>
+      `cannot write the incremental cache's ${q(a.path)}: ${a.reason}${a.others > 0 ? ` (and ${a.others} more)` : ""}; the output is complete, and the next compile compiles the whole project`,
   ),
   InitWouldOverwrite: entry("CA9901", "error", () => `the file exists already; init overwrites no file, so nothing was written`),
 } as const;

@@ -8,6 +8,7 @@ import type { Manifest } from "../model/manifest.js";
 import { compareStrings } from "../support/compare.js";
 import { relativePosix, staysInside, toPosix } from "../support/paths.js";
 import { utf8Chunks } from "../support/utf8.js";
+import { readStamp, sameStamp, STAMP_FIELDS, stampOf, trustedStamp, writeStamps } from "../support/fileStamp.js";
 import { AsciiText, readPreviousManifest, wholeText, type ManifestText, type RecordPlaces } from "./readManifest.js";
 import { cacheKey } from "../support/cacheEntry.js";
 import { startManifestReadAhead, type ManifestReadAhead } from "./manifestReadAhead.js";
@@ -562,4 +563,52 @@ export function readManifestAtRef(layout: ProjectLayout, ref: string): { file?: 
   const text = decode(result.stdout, `${ref}:${relative}`, diagnostics);
   if (text === undefined) return { problem: "not UTF-8" };
   return { file: { path: `${ref}:${relative}`, bytes: result.stdout, text } };
+}
+
+/**
+ * The project's contract and config files, listed as {@link discoverProject} lists them, none read
+ * (a splice reads only what changed, ADR 0022); undefined when listing found a problem or either
+ * folder has no file (a whole discover reports it).
+ */
+export function listStampedFiles(layout: ProjectLayout): { contractPaths: string[]; configPaths: string[] } | undefined {
+  const diagnostics: Diagnostic[] = [];
+  const contractPaths = listYamlFiles(layout.root, layout.contractsDir, diagnostics);
+  const configPaths = listYamlFiles(layout.root, layout.configDir, diagnostics);
+  return diagnostics.length > 0 || contractPaths.length === 0 || configPaths.length === 0 ? undefined : { contractPaths, configPaths };
+}
+
+/**
+ * The `lstat` stamp of each of `paths` (project-relative), kept only when `trustedStamp(stamp,
+ * since)` holds (git's racily clean rule, ADR 0017q), as a table of `STAMP_FIELDS` per path; and,
+ * given the table a compile state kept for the same paths (`known`), the indexes of the paths
+ * whose stamp is not exactly the known one (a missing file, one without a known stamp: changed).
+ */
+export function stampFiles(root: string, paths: readonly string[], since: bigint, known?: BigInt64Array): { stamps: BigInt64Array; changed: number[] } {
+  const stamps = new BigInt64Array(paths.length * STAMP_FIELDS);
+  const changed: number[] = [];
+  paths.forEach((p, i) => {
+    let stat: fs.BigIntStats | undefined;
+    try {
+      stat = fs.lstatSync(path.join(root, p), { bigint: true, throwIfNoEntry: false });
+    } catch {
+      stat = undefined;
+    }
+    const stamp = stat?.isFile() ? stampOf(stat) : undefined;
+    const before = known && known.length === stamps.length ? readStamp(known, i) : undefined;
+    if (stamp && before && sameStamp(stamp, before)) return void writeStamps(stamps, i, before);
+    changed.push(i);
+    writeStamps(stamps, i, stamp && trustedStamp(stamp, since));
+  });
+  return { stamps, changed };
+}
+
+/** The output folder's manifest's bytes (for a splice, ADR 0022), or undefined when it is not a regular file that can be read. */
+export function readOutputManifestBytes(layout: ProjectLayout): Buffer | undefined {
+  const read = readRegularFile(path.join(layout.root, outputManifestPath(layout)), { limit: MAX_MANIFEST_BYTES, follow: true });
+  return "bytes" in read ? Buffer.from(read.bytes.buffer, read.bytes.byteOffset, read.bytes.byteLength) : undefined;
+}
+
+/** Starts reading and hashing the output folder's manifest in a thread (ADR 0017w), for a splice (ADR 0022). */
+export function startOutputManifestRead(layout: ProjectLayout): ManifestReadAhead | undefined {
+  return startManifestReadAhead(path.join(layout.root, outputManifestPath(layout)), MAX_MANIFEST_BYTES);
 }

@@ -149,7 +149,7 @@ export function originKey(record: Record<string, unknown>, origin: DatasetOrigin
  * (`counts`), and how many records each array has in the text (`totals`: more than `counts` when
  * a record had no key and so is not indexed).
  */
-interface IndexPayload {
+export interface IndexPayload {
   digest: string;
   keys: string[];
   spans: Uint32Array;
@@ -233,6 +233,8 @@ export interface RecordCache {
    * keys, ADR 0017r). Holds the same strings as the index to write: no copy of them.
    */
   keys: RecordKeys;
+  /** Per array of {@link KEYED_ARRAYS}, `[start, end)` of each record in the text made, flat (a splice takes a record's text from them, ADR 0022). */
+  placed(): ReadonlyArray<readonly number[]>;
 }
 
 /**
@@ -337,6 +339,7 @@ export function openRecordCache(
       },
     },
     keys: keyed,
+    placed: () => current.map((c) => c.places),
     take() {
       const text = made;
       made = undefined;
@@ -358,4 +361,69 @@ export function openRecordCache(
       return out as RecordPlaces;
     },
   };
+}
+
+/**
+ * The index read (of {@link RECORD_INDEX_KEY}) when it is usable and lists every record of its
+ * manifest (`totals` equal to `counts`: where a record's text lies is then known by its array and
+ * index), else undefined.
+ */
+export function readCompleteIndex(compiler: { name: string; version: string }, read: CacheEntriesRead): IndexPayload | undefined {
+  const found = decodeIndex(read, recordCacheWriter(compiler.name, compiler.version));
+  return found && !("problem" in found) && found.totals.every((n, k) => n === found.counts[k]) ? found : undefined;
+}
+
+/** One record a splice puts in place of the previous one: its array (of {@link KEYED_ARRAYS}) and index, its key, and its text's bytes. */
+export interface RecordReplacement {
+  array: number;
+  index: number;
+  key: string;
+  text: Uint8Array;
+}
+
+/**
+ * The manifest `bytes` (the text `index` describes, {@link readCompleteIndex}) as the pieces of the
+ * new text, in order (the previous bytes' around the replaced records: no copy of them), with the
+ * records `replaced` in place of the previous ones at the same array and index (ADR 0022), and the index
+ * of the new text: every other record's span moved by what the replacements before it grew or
+ * shrank. Undefined when a replacement's record is not in the index or its span is not a record's
+ * (`{` … `}`). The new index's `digest` is the caller's to set once the file is written.
+ */
+export function spliceRecords(index: IndexPayload, bytes: Uint8Array, replaced: readonly RecordReplacement[]): { pieces: Uint8Array[]; index: IndexPayload } | undefined {
+  const positions = replaced.map((r) => {
+    const first = KEYED_ARRAYS.slice(0, r.array).reduce((at, _, k) => at + index.counts[k]!, 0);
+    return r.array < KEYED_ARRAYS.length && r.index < index.counts[r.array]! ? first + r.index : -1;
+  });
+  if (positions.some((p) => p < 0 || bytes[index.spans[2 * p]!] !== 0x7b || bytes[index.spans[2 * p + 1]! - 1] !== 0x7d)) return undefined;
+  const order = replaced.map((_, i) => i).sort((a, b) => positions[a]! - positions[b]!);
+  const keys = [...index.keys];
+  const spans = new Uint32Array(index.spans.length);
+  const pieces: Uint8Array[] = [];
+  let from = 0;
+  let delta = 0;
+  let next = 0;
+  for (let p = 0; p < keys.length; p++) {
+    const start = index.spans[2 * p]!;
+    const end = index.spans[2 * p + 1]!;
+    const r = next < order.length && positions[order[next]!] === p ? replaced[order[next++]!] : undefined;
+    if (!r) {
+      spans[2 * p] = start + delta;
+      spans[2 * p + 1] = end + delta;
+      continue;
+    }
+    pieces.push(bytes.subarray(from, start), r.text);
+    from = end;
+    spans[2 * p] = start + delta;
+    delta += r.text.byteLength - (end - start);
+    spans[2 * p + 1] = start + delta + (end - start);
+    keys[p] = r.key;
+  }
+  if (next !== order.length) return undefined;
+  pieces.push(bytes.subarray(from));
+  return { pieces, index: { ...index, keys, spans } };
+}
+
+/** The bytes of an index entry holding `payload`. */
+export function encodeRecordIndex(compiler: { name: string; version: string }, payload: IndexPayload): Uint8Array {
+  return encodeCacheEntry(RECORD_INDEX_KEY, recordCacheWriter(compiler.name, compiler.version), payload);
 }

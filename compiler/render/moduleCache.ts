@@ -146,7 +146,7 @@ interface IndexPayload {
 }
 
 /** One module of the index: its key, its text's sha256, and its file's trusted stamp if any. */
-interface IndexEntry {
+export interface IndexEntry {
   key: Buffer;
   text: Buffer;
   stamp: FileStamp | undefined;
@@ -224,18 +224,30 @@ export function openModuleCache(
       counts.rendered++;
       next.set(relative, { key: keyOf(index), text: digestOf(text), stamp: undefined });
     },
-    encode() {
-      const paths = [...next.keys()];
-      const digests = new Uint8Array(paths.length * 2 * DIGEST);
-      const stamps = new BigInt64Array(paths.length * STAMP_FIELDS);
-      paths.forEach((path, i) => {
-        const entry = next.get(path)!;
-        digests.set(entry.key, 2 * DIGEST * i);
-        digests.set(entry.text, 2 * DIGEST * i + DIGEST);
-        writeStamps(stamps, i, entry.stamp);
-      });
-      const payload: IndexPayload = { paths, digests, stamps };
-      return encodeCacheEntry(MODULE_INDEX_KEY, writer, payload);
-    },
+    encode: () => encodeModuleIndex(writer, next),
   };
 }
+
+/** The bytes of an index of `entries` (by path, in the order to list them), written by `writer` ({@link moduleCacheWriter}). */
+export function encodeModuleIndex(writer: string, entries: ReadonlyMap<string, IndexEntry>): Uint8Array {
+  const paths = [...entries.keys()];
+  const digests = new Uint8Array(paths.length * 2 * DIGEST);
+  const stamps = new BigInt64Array(paths.length * STAMP_FIELDS);
+  paths.forEach((path, i) => {
+    const entry = entries.get(path)!;
+    digests.set(entry.key, 2 * DIGEST * i);
+    digests.set(entry.text, 2 * DIGEST * i + DIGEST);
+    writeStamps(stamps, i, entry.stamp);
+  });
+  const payload: IndexPayload = { paths, digests, stamps };
+  return encodeCacheEntry(MODULE_INDEX_KEY, writer, payload);
+}
+
+/** The entries of the index read (of {@link MODULE_INDEX_KEY}) by path, in its order, when it is usable; else undefined. */
+export function readModuleIndex(compiler: { name: string; version: string }, read: CacheEntriesRead): Map<string, IndexEntry> | undefined {
+  const found = decodeIndex(read, moduleCacheWriter(compiler.name, compiler.version));
+  return found && "entries" in found ? found.entries : undefined;
+}
+
+/** The sha256 of a module's text, as the index holds it. */
+export { digestOf as moduleDigest };

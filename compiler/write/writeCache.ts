@@ -177,3 +177,22 @@ export function writeCacheEntries(
   for (const [key, bytes] of entries) write.add(key, bytes);
   return write.finish(keep);
 }
+
+/**
+ * Removes the entry `<folder>/<key>.bin` (project-relative; an index or the compile state, whose
+ * key is a word) when it is a regular file, never following a link: what a compile that leaves no
+ * such entry of its own must not leave of an earlier one (ADR 0022). Nothing there is no error;
+ * one that cannot be removed is one `notWritten` note. Never throws.
+ */
+export function removeCacheEntry(root: string, folder: string, key: string, notWritten: typeof Diagnostics.CacheNotWritten): Diagnostic[] {
+  const relative = `${folder}/${key}.bin`;
+  const file = path.join(root, relative);
+  try {
+    const stat = fs.lstatSync(file, { throwIfNoEntry: false });
+    if (!stat?.isFile()) return [];
+    fs.rmSync(file);
+    return [];
+  } catch (error) {
+    return [createDiagnostic(notWritten, { path: relative, reason: reasonOf(error), others: 0 }, { file: relative, line: 1, column: 1 })];
+  }
+}

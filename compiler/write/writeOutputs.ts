@@ -95,6 +95,43 @@ function writeBytes(absolute: string, bytes: Uint8Array): void {
   }
 }
 
+/** Writes `pieces`, in order, into a new file (`writev`, as many calls as it takes). */
+function writePieces(absolute: string, pieces: readonly Uint8Array[]): void {
+  const fd = fs.openSync(absolute, "w");
+  try {
+    for (const piece of pieces) for (let done = 0; done < piece.length; ) done += fs.writeSync(fd, piece, done, piece.length - done);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** Whether the file at `absolute` is a regular file holding exactly the bytes of `pieces`, in order. */
+function fileHoldsBytes(absolute: string, pieces: readonly Uint8Array[]): boolean {
+  let fd: number | undefined;
+  try {
+    const size = pieces.reduce((n, p) => n + p.byteLength, 0);
+    const stat = fs.statSync(absolute, { throwIfNoEntry: false });
+    if (!stat?.isFile() || stat.size !== size) return false;
+    fd = fs.openSync(absolute, "r");
+    let position = 0;
+    const buffer = Buffer.allocUnsafe(1 << 20);
+    for (const piece of pieces) {
+      for (let done = 0; done < piece.byteLength; ) {
+        const want = Math.min(buffer.length, piece.byteLength - done);
+        const got = fs.readSync(fd, buffer, 0, want, position);
+        if (got === 0 || !buffer.subarray(0, got).equals(piece.subarray(done, done + got))) return false;
+        done += got;
+        position += got;
+      }
+    }
+    return true;
+  } catch {
+    return false;
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
+  }
+}
+
 /**
  * Files of the output folder this compile already found holding exactly a text, by
  * project-relative path: the previous manifest when its bytes were the new one's (discover's
@@ -245,6 +282,13 @@ export interface OutputWrite {
    * after. The text is then kept until the thread is done, to stage it here if the thread gives nothing.
    */
   add(relative: string, text: string, bytes?: Uint8Array): void;
+  /**
+   * Offers one file as its UTF-8 bytes in `pieces`, in order (a splice's manifest, ADR 0022: the
+   * last manifest's bytes around the records replaced), so no text or joined copy of them is made:
+   * compared with the file on the disk byte for byte, and when it differs staged here (one `writev`)
+   * and hashed ({@link digestOf}). Not with `check` (whose report needs the text).
+   */
+  addBytes(relative: string, pieces: readonly Uint8Array[]): void;
   /**
    * The sha256 (hex) of the bytes of a file {@link add}ed with `bytes` (made by the staging thread,
    * else here), or undefined for a file added without them, with `check`, or not staged (a
@@ -416,6 +460,14 @@ export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputW
     }
     return batch;
   };
+  // The target's folder, made (and remembered, to remove on failure) when missing.
+  const prepareFolder = (folder: string): void => {
+    if (readyFolders.has(folder)) return;
+    const missing = firstMissing(folder);
+    fs.mkdirSync(folder, { recursive: true });
+    if (missing) createdFolders.push(missing);
+    readyFolders.add(folder);
+  };
   const stage = (relative: string, text: string, bytes?: Uint8Array): void => {
     if (outDirBlocked) return;
     const blocked = pathBlocker(relative, lstat);
@@ -423,13 +475,7 @@ export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputW
     if (stopped) return;
     const target = path.join(layout.root, relative);
     try {
-      const folder = path.dirname(target);
-      if (!readyFolders.has(folder)) {
-        const missing = firstMissing(folder);
-        fs.mkdirSync(folder, { recursive: true });
-        if (missing) createdFolders.push(missing);
-        readyFolders.add(folder);
-      }
+      prepareFolder(path.dirname(target));
       const temp = target + suffix;
       staged.push({ temp, target, relative });
       if (bytes) {
@@ -447,6 +493,22 @@ export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputW
       stop(createDiagnostic(Diagnostics.WriteFailed, { path: relative, reason: reason(error) }, at(relative)));
     }
   };
+  // A file offered as its bytes' pieces (`addBytes`): staged here, in one `writev`.
+  const stageBytes = (relative: string, pieces: readonly Uint8Array[]): void => {
+    if (outDirBlocked) return;
+    const blocked = pathBlocker(relative, lstat);
+    if (blocked) return stop(blocked, true);
+    if (stopped) return;
+    const target = path.join(layout.root, relative);
+    try {
+      prepareFolder(path.dirname(target));
+      const temp = target + suffix;
+      staged.push({ temp, target, relative });
+      writePieces(temp, pieces);
+    } catch (error) {
+      stop(createDiagnostic(Diagnostics.WriteFailed, { path: relative, reason: reason(error) }, at(relative)));
+    }
+  };
   return {
     add(relative, text, bytes) {
       if (ended) throw new Error("openWrite: add after the write ended");
@@ -460,6 +522,18 @@ export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputW
       changed.push(relative);
       if (check) compiled.set(relative, text);
       else stage(relative, text, bytes);
+    },
+    addBytes(relative, pieces) {
+      if (ended) throw new Error("openWrite: addBytes after the write ended");
+      if (check) throw new Error("openWrite: addBytes with check");
+      rendered.add(relative);
+      known.delete(relative);
+      const hash = createHash("sha256");
+      for (const piece of pieces) hash.update(piece);
+      digests.set(relative, hash.digest("hex"));
+      if (!absent(relative) && fileHoldsBytes(path.join(layout.root, relative), pieces)) return void unchanged.push(relative);
+      changed.push(relative);
+      stageBytes(relative, pieces);
     },
     digestOf(relative) {
       return digests.get(relative);

@@ -5,6 +5,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { runCli } from "../../compiler/cli.js";
 import { defaultLayout } from "../../compiler/discover/discoverProject.js";
+import { STATE_FOLDER } from "../../compiler/manifest/compileState.js";
 import { PARSE_CACHE_FOLDER } from "../../compiler/parse/parseCache.js";
 import { compileProject, type CompileResult } from "../../compiler/pipeline.js";
 import { CACHE_MAGIC } from "../../compiler/support/cacheEntry.js";
@@ -40,7 +41,7 @@ function copyCorpus(): string {
   return root;
 }
 
-const compile = (root: string, cache: boolean): CompileResult => compileProject(defaultLayout(root), { write: "write", ...(cache ? { cache: true } : {}) });
+const compile = (root: string, cache: boolean, splice = false): CompileResult => compileProject(defaultLayout(root), { write: "write", ...(cache ? { cache: true } : {}), ...(splice ? { splice: true } : {}) });
 
 /** An edit of one project file, applied the same way to both copies. */
 type Edit =
@@ -176,6 +177,69 @@ describe("the incremental cache", () => {
     );
   });
 
+  it("splices a warm compile of few changed files (ADR 0022) into the bytes and diagnostics of a compile without the cache", () => {
+    const taken: string[] = [];
+    fc.assert(
+      fc.property(fc.array(edit, { minLength: 2, maxLength: 4 }), (edits) => {
+        const warm = copyCorpus();
+        const cold = copyCorpus();
+        compile(warm, true, true);
+        compile(cold, false);
+        for (const e of edits) {
+          apply(warm, e, corpus());
+          apply(cold, e, corpus());
+          const a = compile(warm, true, true);
+          const b = compile(cold, false);
+          expect(a.diagnostics, JSON.stringify(e)).toEqual(b.diagnostics);
+          expect(snapshot(path.join(warm, "generated")), JSON.stringify(e)).toEqual(snapshot(path.join(cold, "generated")));
+          expect(a.written?.written, JSON.stringify(e)).toEqual(b.written?.written);
+          expect(a.written?.deleted, JSON.stringify(e)).toEqual(b.written?.deleted);
+          expect(a.counts ?? { dags: a.manifest?.dags.length, assets: a.manifest?.assets.length }, JSON.stringify(e)).toEqual({ dags: b.manifest?.dags.length, assets: b.manifest?.assets.length });
+          if (a.cache?.splice) taken.push(e.kind);
+          // A splice compiles the changed files and their neighbours, never the whole corpus.
+          if (a.cache?.splice) expect(a.cache.splice.compiled, JSON.stringify(e)).toBeLessThan(contractFiles(warm).length);
+        }
+      }),
+      { seed: 20261204, numRuns: 8 },
+    );
+    // Edits of descriptions and comments are spliced; a hand-edited module is not (it is rendered again).
+    expect(taken).toContain("description");
+    expect(taken).not.toContain("handEdit");
+  });
+
+  it("does not splice a change of a file's interface, and the next compile of a clean project splices again", () => {
+    const warm = copyCorpus();
+    const cold = copyCorpus();
+    compile(warm, true, true);
+    compile(cold, false);
+    const files = contractFiles(warm);
+    // A new upstream-facing name: the dataset's Asset is another one.
+    const renamed = files.find((f) => /\n {2}- name: ([a-z_]+)\n/.test(fs.readFileSync(path.join(warm, f), "utf8")))!;
+    for (const root of [warm, cold]) {
+      const file = path.join(root, renamed);
+      fs.writeFileSync(file, fs.readFileSync(file, "utf8").replace(/\n {2}- name: ([a-z_]+)\n/, "\n  - name: $1_renamed\n"));
+    }
+    const a = compile(warm, true, true);
+    const b = compile(cold, false);
+    expect(a.cache?.splice).toBeUndefined();
+    expect(a.diagnostics).toEqual(b.diagnostics);
+    expect(snapshot(path.join(warm, "generated"))).toEqual(snapshot(path.join(cold, "generated")));
+    // Renamed back: a compile with an error left no state, so this one compiles the whole project
+    // and leaves one; a comment only is then spliced, nothing compiled but the file and its neighbours.
+    const renames = b.diagnostics.some((x) => x.severity === "error");
+    for (const root of [warm, cold]) fs.writeFileSync(path.join(root, renamed), fs.readFileSync(path.join(corpus(), renamed)));
+    expect(compile(warm, true, true).cache?.splice).toBeUndefined();
+    compile(cold, false);
+    for (const root of [warm, cold]) fs.appendFileSync(path.join(root, files[0]!), "# a comment\n");
+    const c = compile(warm, true, true);
+    const d = compile(cold, false);
+    expect(c.diagnostics).toEqual(d.diagnostics);
+    expect(snapshot(path.join(warm, "generated"))).toEqual(snapshot(path.join(cold, "generated")));
+    expect(c.cache?.splice).toMatchObject({ changed: 1 });
+    expect(c.cache!.splice!.compiled).toBeLessThan(files.length);
+    expect(renames).toBe(true);
+  });
+
   it("keeps a refused document's verdict: a later compile takes it from the cache and reports as a cold one", () => {
     const warm = copyCorpus();
     const cold = copyCorpus();
@@ -262,6 +326,8 @@ describe("the incremental cache", () => {
       const first = fs.readdirSync(folder).filter((f) => f.endsWith(".bin")).sort()[0]!;
       fs.writeFileSync(path.join(folder, first), "garbage");
       expect((await runCli(["compile", "--no-cache", "--root", root])).stderr).not.toContain("CA1950");
+      // Without the compile state (ADR 0022) the whole project is compiled: each entry is looked up.
+      fs.rmSync(path.join(root, STATE_FOLDER), { recursive: true });
       expect((await runCli(["compile", "--cache", "--root", root])).stderr).toMatch(/info CA1950: the incremental cache's entry of this file is damaged \(not a cache entry\)/);
     } finally {
       if (ci === undefined) delete process.env.CI;
