@@ -140,7 +140,7 @@ export interface CompileOptions {
    * `cache`, keeping every entry of `keep`, and stop after the manifest stage (`subset` of the
    * result). The splice's compile of a neighbourhood.
    */
-  subset?: { contracts: SourceFile[]; configs: SourceFile[]; keep: ReadonlySet<string>; readAhead?: DiscoveredProject["readAhead"] };
+  subset?: { contracts: SourceFile[]; configs: SourceFile[]; keep: ReadonlySet<string> };
 }
 
 /** A manifest with nothing in it: the previous state of a first compile asked for a diff. */
@@ -169,7 +169,8 @@ function knownText(path: string, box: { text?: string }): Map<string, string> {
  * validate → link → graph → plan → manifest → diff → render → write (only with `options.write`).
  * Every stage runs as far as its input allows, so one run reports every independent problem;
  * rendering, and so writing, happens only when no stage found an error (and not at all with
- * `render: false`). The previous manifest is parsed only when a stage needs it, and not when its
+ * `render: false`). With `splice`, a warm compile of few changed files is first tried as a splice
+ * of the last manifest (`spliceCompile`, ADR 0022). The previous manifest is parsed only when a stage needs it, and not when its
  * text is the new manifest's (ADR 0017).
  */
 export function compileProject(layout: ProjectLayout, options: CompileOptions = {}): CompileResult {
@@ -188,7 +189,7 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
   let parseWriter: string | undefined;
   const writer = (): string => (parseWriter ??= parseCacheWriter(COMPILER_NAME, COMPILER_VERSION, { modules: ["parse/parseContracts", "validate/validateDocuments"], files: SCHEMA_FILES }));
   const discovered: StageResult<DiscoveredProject> = options.subset
-    ? { value: { contractPaths: options.subset.contracts.map((f) => f.path), contracts: options.subset.contracts, configs: options.subset.configs, ...(options.subset.readAhead ? { readAhead: options.subset.readAhead } : {}) }, diagnostics: [] }
+    ? { value: { contractPaths: options.subset.contracts.map((f) => f.path), contracts: options.subset.contracts, configs: options.subset.configs }, diagnostics: [] }
     : discoverProject(layout, {
     previous: options.previousManifest ? "none" : options.against !== undefined ? { ref: options.against } : "output",
     ...(options.force ? { force: true } : {}),
@@ -415,8 +416,11 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
           // The compile state for the next compile's splice (ADR 0022): only of a compile that said
           // nothing of the project (a note of the cache is no finding), every record keyed.
           const keyed = records.keys.assets.every((k) => k !== undefined) && records.keys.dags.every((k) => k !== undefined);
-          if (options.splice && digest !== undefined && keyed && !hasErrors(diagnostics)) {
-            const reported = sortDiagnostics(diagnostics.filter((d) => !CACHE_NOTES.has(d.code)));
+          // (Not with the ODCS export, which a splice does not render.)
+          if (options.splice && digest !== undefined && keyed && !exportsOdcs && !hasErrors(diagnostics)) {
+            // Of the project's files only: not the cache's notes, nor the diff's findings against
+            // the manifest before this one, nor the write's (each compile makes its own).
+            const reported = sortDiagnostics(diagnostics.filter((d) => !CACHE_NOTES.has(d.code) && !/^CA[79]/.test(d.code)));
             const state = describeCompile(manifest, digest, cacheContext(discovered.value.configs), discovered.value.contractPaths, parseCache!.keys, producerFiles.value, reported, (paths) => stampFiles(layout.root, paths, startedAt).stamps);
             if (state) {
               diagnostics.push(...writeCacheEntries(layout.root, CACHE_FOLDER, STATE_FOLDER, new Map([[STATE_KEY, encodeCompileState(state, compileStateWriter(COMPILER_NAME, COMPILER_VERSION))]]), new Set(), Diagnostics.CompileStateNotWritten).diagnostics);

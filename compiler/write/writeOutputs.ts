@@ -95,7 +95,7 @@ function writeBytes(absolute: string, bytes: Uint8Array): void {
   }
 }
 
-/** Writes `pieces`, in order, into a new file (`writev`, as many calls as it takes). */
+/** Writes `pieces`, in order, into a new file. */
 function writePieces(absolute: string, pieces: readonly Uint8Array[]): void {
   const fd = fs.openSync(absolute, "w");
   try {
@@ -285,8 +285,8 @@ export interface OutputWrite {
   /**
    * Offers one file as its UTF-8 bytes in `pieces`, in order (a splice's manifest, ADR 0022: the
    * last manifest's bytes around the records replaced), so no text or joined copy of them is made:
-   * compared with the file on the disk byte for byte, and when it differs staged here (one `writev`)
-   * and hashed ({@link digestOf}). Not with `check` (whose report needs the text).
+   * compared with the file on the disk byte for byte, and when it differs staged here, piece by
+   * piece, and hashed ({@link digestOf}). Not with `check` (whose report needs the text).
    */
   addBytes(relative: string, pieces: readonly Uint8Array[]): void;
   /**
@@ -468,7 +468,8 @@ export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputW
     if (missing) createdFolders.push(missing);
     readyFolders.add(folder);
   };
-  const stage = (relative: string, text: string, bytes?: Uint8Array): void => {
+  // Stages one file: `write` puts its bytes into the temporary beside the target.
+  const stageWith = (relative: string, write: (temp: string) => void): void => {
     if (outDirBlocked) return;
     const blocked = pathBlocker(relative, lstat);
     if (blocked) return stop(blocked, true);
@@ -478,6 +479,13 @@ export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputW
       prepareFolder(path.dirname(target));
       const temp = target + suffix;
       staged.push({ temp, target, relative });
+      write(temp);
+    } catch (error) {
+      stop(createDiagnostic(Diagnostics.WriteFailed, { path: relative, reason: reason(error) }, at(relative)));
+    }
+  };
+  const stage = (relative: string, text: string, bytes?: Uint8Array): void =>
+    stageWith(relative, (temp) => {
       if (bytes) {
         // The thread takes the bytes over when it starts; else they are written here (or, if a
         // failed start took them, the text).
@@ -489,26 +497,7 @@ export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputW
         if (intact) writeBytes(temp, bytes);
         else writeText(temp, text);
       } else if (text.length > BATCH_STAGE_MAX_CHARS || !batchFor()?.post(temp, text, staged.length - 1)) writeText(temp, text);
-    } catch (error) {
-      stop(createDiagnostic(Diagnostics.WriteFailed, { path: relative, reason: reason(error) }, at(relative)));
-    }
-  };
-  // A file offered as its bytes' pieces (`addBytes`): staged here, in one `writev`.
-  const stageBytes = (relative: string, pieces: readonly Uint8Array[]): void => {
-    if (outDirBlocked) return;
-    const blocked = pathBlocker(relative, lstat);
-    if (blocked) return stop(blocked, true);
-    if (stopped) return;
-    const target = path.join(layout.root, relative);
-    try {
-      prepareFolder(path.dirname(target));
-      const temp = target + suffix;
-      staged.push({ temp, target, relative });
-      writePieces(temp, pieces);
-    } catch (error) {
-      stop(createDiagnostic(Diagnostics.WriteFailed, { path: relative, reason: reason(error) }, at(relative)));
-    }
-  };
+    });
   return {
     add(relative, text, bytes) {
       if (ended) throw new Error("openWrite: add after the write ended");
@@ -533,7 +522,8 @@ export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputW
       digests.set(relative, hash.digest("hex"));
       if (!absent(relative) && fileHoldsBytes(path.join(layout.root, relative), pieces)) return void unchanged.push(relative);
       changed.push(relative);
-      stageBytes(relative, pieces);
+      // Staged here, piece by piece.
+      stageWith(relative, (temp) => writePieces(temp, pieces));
     },
     digestOf(relative) {
       return digests.get(relative);

@@ -56,7 +56,11 @@ type Edit =
   | { kind: "config" }
   // A generated module edited by hand or deleted: the render index's hash check must find it (ADR 0017n).
   | { kind: "handEdit"; pick: number }
-  | { kind: "deleteModule"; pick: number };
+  | { kind: "deleteModule"; pick: number }
+  // A hand-written file in generated/ (CA9002), or removed again: the write's finding is each compile's own.
+  | { kind: "foreign" }
+  // A property added without a minor version bump: the diff's finding is against the manifest before (ADR 0022).
+  | { kind: "addProperty"; pick: number };
 
 const edit: fc.Arbitrary<Edit> = fc.oneof(
   { weight: 4, arbitrary: fc.record({ kind: fc.constant("description" as const), pick: fc.nat(), text: fc.string({ minLength: 1, maxLength: 12 }).map((s) => s.replace(/["\\\n\r]/g, "x")) }) },
@@ -71,6 +75,8 @@ const edit: fc.Arbitrary<Edit> = fc.oneof(
   fc.record({ kind: fc.constant("config" as const) }),
   fc.record({ kind: fc.constant("handEdit" as const), pick: fc.nat() }),
   fc.record({ kind: fc.constant("deleteModule" as const), pick: fc.nat() }),
+  fc.record({ kind: fc.constant("foreign" as const) }),
+  fc.record({ kind: fc.constant("addProperty" as const), pick: fc.nat() }),
 );
 
 /** The generated DAG modules of a root, project-relative, sorted. */
@@ -86,6 +92,12 @@ function apply(root: string, e: Edit, original: string): string[] {
     const file = path.join(config, fs.readdirSync(config).sort()[0]!);
     fs.appendFileSync(file, "# edited\n");
     return ["*"];
+  }
+  if (e.kind === "foreign") {
+    const file = path.join(root, "generated", "NOTES.md");
+    if (fs.existsSync(file)) fs.rmSync(file);
+    else fs.writeFileSync(file, "Not generated.\n");
+    return [];
   }
   if (e.kind === "handEdit" || e.kind === "deleteModule") {
     const modules = moduleFiles(root);
@@ -115,6 +127,11 @@ function apply(root: string, e: Edit, original: string): string[] {
       // TemplateFreeTextRule's error: the document parses, its verdict refuses it.
       const edited = text.replace(/description: "([^"]*)"/, (_, d: string) => `description: "${d} \${ENVIRONMENT}"`);
       fs.writeFileSync(file, edited === text ? `${text}colour: blue\n` : edited);
+      return [relative];
+    }
+    case "addProperty": {
+      const edited = text.replace(/\n(\s+)- \{name: /, (_, indent: string) => `\n${indent}- {name: added_${e.pick % 7}, logicalType: string}\n${indent}- {name: `);
+      fs.writeFileSync(file, edited === text ? `${text}# no property\n` : edited);
       return [relative];
     }
     case "unknownField":
