@@ -180,19 +180,29 @@ export function writeCacheEntries(
 
 /**
  * Removes the entry `<folder>/<key>.bin` (project-relative; an index or the compile state, whose
- * key is a word) when it is a regular file, never following a link: what a compile that leaves no
- * such entry of its own must not leave of an earlier one (ADR 0022). Nothing there is no error;
- * one that cannot be removed is one `notWritten` note. Never throws.
+ * key is a word) when it is a regular file in real folders of the project: what a compile that
+ * leaves no such entry of its own must not leave of an earlier one (ADR 0022). Nothing is removed
+ * through a symbolic link on the way (one `notWritten` note, as a write there says), and nothing
+ * there, or something else than a folder on the way, is no error; an entry that cannot be removed
+ * is one `notWritten` note. Never throws.
  */
 export function removeCacheEntry(root: string, folder: string, key: string, notWritten: typeof Diagnostics.CacheNotWritten): Diagnostic[] {
   const relative = `${folder}/${key}.bin`;
-  const file = path.join(root, relative);
+  const note = (reason: string): Diagnostic[] => [createDiagnostic(notWritten, { path: relative, reason, others: 0 }, { file: relative, line: 1, column: 1 })];
   try {
-    const stat = fs.lstatSync(file, { throwIfNoEntry: false });
-    if (!stat?.isFile()) return [];
-    fs.rmSync(file);
+    const parts = relative.split("/");
+    let at = root;
+    for (const [i, part] of parts.entries()) {
+      at = path.join(at, part);
+      const stat = fs.lstatSync(at, { throwIfNoEntry: false });
+      if (!stat) return [];
+      if (stat.isSymbolicLink()) return note(`${parts.slice(0, i + 1).join("/")} is a symbolic link`);
+      if (i === parts.length - 1) {
+        if (stat.isFile()) fs.rmSync(at);
+      } else if (!stat.isDirectory()) return [];
+    }
     return [];
   } catch (error) {
-    return [createDiagnostic(notWritten, { path: relative, reason: reasonOf(error), others: 0 }, { file: relative, line: 1, column: 1 })];
+    return note(reasonOf(error));
   }
 }

@@ -5,7 +5,9 @@ import { defaultLayout } from "../../compiler/discover/discoverProject.js";
 import { compileStateWriter, decodeCompileState, encodeCompileState, STATE_FOLDER, STATE_KEY, STATE_PATH, type CompileState } from "../../compiler/manifest/compileState.js";
 import { spliceRecords, type IndexPayload } from "../../compiler/manifest/recordCache.js";
 import { compileProject, type CompileResult } from "../../compiler/pipeline.js";
+import { Diagnostics } from "../../compiler/diagnostics/catalogue.js";
 import { STAMP_FIELDS } from "../../compiler/support/fileStamp.js";
+import { removeCacheEntry } from "../../compiler/write/writeCache.js";
 import { COMPILER_NAME, COMPILER_VERSION } from "../../compiler/version.js";
 import { corpusCopies, snapshot, temporaryRoots } from "./helpers.js";
 
@@ -145,5 +147,37 @@ describe("a splice", () => {
     const broken = compile(root, true);
     expect(broken.diagnostics.some((d) => d.severity === "error")).toBe(true);
     expect(fs.existsSync(state)).toBe(false);
+  });
+});
+
+describe("removeCacheEntry", () => {
+  const { root } = temporaryRoots("ca-remove-entry-");
+
+  it("removes the entry in the project's own folders, never through a symbolic link", () => {
+    const project = root();
+    const elsewhere = root();
+    fs.mkdirSync(path.join(project, STATE_FOLDER), { recursive: true });
+    fs.writeFileSync(path.join(project, STATE_PATH), "state");
+    expect(removeCacheEntry(project, STATE_FOLDER, STATE_KEY, Diagnostics.CompileStateNotWritten)).toEqual([]);
+    expect(fs.existsSync(path.join(project, STATE_PATH))).toBe(false);
+    // Nothing there: nothing to say.
+    expect(removeCacheEntry(project, STATE_FOLDER, STATE_KEY, Diagnostics.CompileStateNotWritten)).toEqual([]);
+    // The folder is a link to another place: that place's entry stays, and the note says why.
+    fs.rmSync(path.join(project, STATE_FOLDER), { recursive: true });
+    fs.writeFileSync(path.join(elsewhere, `${STATE_KEY}.bin`), "state");
+    fs.symlinkSync(elsewhere, path.join(project, STATE_FOLDER));
+    const notes = removeCacheEntry(project, STATE_FOLDER, STATE_KEY, Diagnostics.CompileStateNotWritten);
+    expect(notes.map((d) => `${d.code} ${d.message}`)).toEqual([`CA9953 cannot write the incremental cache's "${STATE_PATH}": ${STATE_FOLDER} is a symbolic link; the output is complete, and the next compile compiles the whole project`]);
+    expect(fs.readFileSync(path.join(elsewhere, `${STATE_KEY}.bin`), "utf8")).toBe("state");
+    // The entry itself a link: left, said; a folder in its place: left, no note (nothing was there to remove).
+    fs.rmSync(path.join(project, STATE_FOLDER));
+    fs.mkdirSync(path.join(project, STATE_FOLDER));
+    fs.symlinkSync(path.join(elsewhere, `${STATE_KEY}.bin`), path.join(project, STATE_PATH));
+    expect(removeCacheEntry(project, STATE_FOLDER, STATE_KEY, Diagnostics.CompileStateNotWritten).map((d) => d.code)).toEqual(["CA9953"]);
+    expect(fs.existsSync(path.join(elsewhere, `${STATE_KEY}.bin`))).toBe(true);
+    fs.rmSync(path.join(project, STATE_PATH));
+    fs.mkdirSync(path.join(project, STATE_PATH));
+    expect(removeCacheEntry(project, STATE_FOLDER, STATE_KEY, Diagnostics.CompileStateNotWritten)).toEqual([]);
+    expect(fs.statSync(path.join(project, STATE_PATH)).isDirectory()).toBe(true);
   });
 });
