@@ -80,7 +80,7 @@ export interface CompileResult {
   /** How many DAGs and Assets the manifest holds, when the compile was a splice (`manifest` is then not in memory). */
   counts?: { dags: number; assets: number };
   /** With `subset`: the manifest's text, and the record cache's keys and places of each record in it. */
-  subset?: { text: string; keys: RecordKeys; placed: ReadonlyArray<readonly number[]> };
+  subset?: { text: string; keys: RecordKeys; placed: ReadonlyArray<readonly number[]>; named: readonly string[] };
 }
 
 /** Options of a compile; the CLI's flags, and hooks for tests. */
@@ -340,7 +340,7 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
   diagnostics.push(...plans.diagnostics, ...manifestDiagnostics, ...(records?.notes ?? []));
   result.manifest = manifest;
   if (options.subset) {
-    result.subset = { text: manifestText.text!, keys: records!.keys, placed: records!.placed() };
+    result.subset = { text: manifestText.text!, keys: records!.keys, placed: records!.placed(), named: named.map((r) => r.path) };
     result.diagnostics = sortDiagnostics(diagnostics);
     return result;
   }
@@ -369,6 +369,7 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
   }
   let moduleCounts: { unchanged: number; rendered: number } | undefined;
   let stateWritten = false;
+  let pendingState: CompileState | undefined;
   if (options.render !== false && !hasErrors(diagnostics)) {
     // Rendered file by file into the write (ADR 0017i): a file found holding its text is dropped at
     // once, a changed one staged (or kept for --check's report); the map of every file is built only
@@ -419,20 +420,28 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
           // (Not with the ODCS export, which a splice does not render.)
           if (options.splice && digest !== undefined && keyed && !exportsOdcs && !hasErrors(diagnostics)) {
             // Of the project's files only: not the cache's notes, nor the diff's findings against
-            // the manifest before this one, nor the write's (each compile makes its own).
+            // the manifest before this one, nor the write's (each compile makes its own); a
+            // finding of anything else (the previous manifest) leaves no state.
             const reported = sortDiagnostics(diagnostics.filter((d) => !CACHE_NOTES.has(d.code) && !/^CA[79]/.test(d.code)));
-            const state = describeCompile(manifest, digest, cacheContext(discovered.value.configs), discovered.value.contractPaths, parseCache!.keys, producerFiles.value, reported, (paths) => stampFiles(layout.root, paths, startedAt).stamps);
-            if (state) {
-              diagnostics.push(...writeCacheEntries(layout.root, CACHE_FOLDER, STATE_FOLDER, new Map([[STATE_KEY, encodeCompileState(state, compileStateWriter(COMPILER_NAME, COMPILER_VERSION))]]), new Set(), Diagnostics.CompileStateNotWritten).diagnostics);
-              stateWritten = true;
+            const projectFiles = new Set([...discovered.value.contractPaths, ...discovered.value.configs.map((f) => f.path)]);
+            const readers = linked.value.contracts.map((c) => ({ path: c.located.source.file.path, assets: [...c.upstreams.map((u) => u.asset), ...(c.sourceAsset ? [c.sourceAsset] : [])] }));
+            if (reported.every((d) => d.location && projectFiles.has(d.location.file))) {
+              pendingState = describeCompile(manifest, digest, cacheContext(discovered.value.configs), discovered.value.contractPaths, parseCache!.keys, producerFiles.value, reported, (paths) => stampFiles(layout.root, paths, startedAt).stamps, readers);
             }
           }
         }
       }
     }
     if (modules) {
-      diagnostics.push(...writeCacheEntries(layout.root, CACHE_FOLDER, RENDER_CACHE_FOLDER, new Map([[MODULE_INDEX_KEY, modules.encode()]]), new Set(), Diagnostics.ModuleIndexNotWritten).diagnostics);
+      const indexed = writeCacheEntries(layout.root, CACHE_FOLDER, RENDER_CACHE_FOLDER, new Map([[MODULE_INDEX_KEY, modules.encode()]]), new Set(), Diagnostics.ModuleIndexNotWritten).diagnostics;
+      diagnostics.push(...indexed);
       moduleCounts = modules.counts;
+      // The state last, once both indexes it relies on are written (ADR 0022).
+      if (pendingState && indexed.length === 0 && !diagnostics.some((d) => d.code === "CA9952")) {
+        const written = writeCacheEntries(layout.root, CACHE_FOLDER, STATE_FOLDER, new Map([[STATE_KEY, encodeCompileState(pendingState, compileStateWriter(COMPILER_NAME, COMPILER_VERSION))]]), new Set(), Diagnostics.CompileStateNotWritten).diagnostics;
+        diagnostics.push(...written);
+        stateWritten = written.length === 0;
+      }
     }
   }
   // A compile that left no state of its own leaves none of an earlier one: the next compile is
@@ -725,6 +734,10 @@ function spliceCompile(layout: ProjectLayout, since: bigint): { result: CompileR
     const sub = compileProject(layout, { cache: true, workers: 0, subset: { contracts: subFiles, configs: configFiles, keep } });
     const manifest = sub.manifest;
     if (!manifest || !sub.subset) return none;
+    // Every file the neighbourhood's documents name is one the state tracks (a file newly named is
+    // not: the whole project is compiled, and its state tracks it).
+    const tracked = new Set(namedPaths);
+    if (sub.subset.named.some((p) => !tracked.has(p))) return none;
     const texts = Buffer.from(sub.subset.text, "latin1");
     let unkeyed = false;
     const watched = new Set([...K, ...consumers].map((i) => state.paths[i]!));
@@ -839,11 +852,16 @@ function spliceCompile(layout: ProjectLayout, since: bigint): { result: CompileR
   const digest = replaced.length === 0 ? state.manifest : write.digestOf(manifestPath);
   if (!hasErrors(written.diagnostics) && digest !== undefined) {
     const entries = (folder: string, key: string, bytes: Uint8Array, note: (typeof Diagnostics)["RecordIndexNotWritten"]): Diagnostic[] => writeCacheEntries(layout.root, CACHE_FOLDER, folder, new Map([[key, bytes]]), new Set(), note).diagnostics;
-    diagnostics.push(...entries(MANIFEST_CACHE_FOLDER, RECORD_INDEX_KEY, encodeRecordIndex(compiler, { ...spliced.index, digest }), Diagnostics.RecordIndexNotWritten));
-    diagnostics.push(...entries(RENDER_CACHE_FOLDER, MODULE_INDEX_KEY, encodeModuleIndex(moduleWriter, next), Diagnostics.ModuleIndexNotWritten));
+    const indexes = [
+      ...entries(MANIFEST_CACHE_FOLDER, RECORD_INDEX_KEY, encodeRecordIndex(compiler, { ...spliced.index, digest }), Diagnostics.RecordIndexNotWritten),
+      ...entries(RENDER_CACHE_FOLDER, MODULE_INDEX_KEY, encodeModuleIndex(moduleWriter, next), Diagnostics.ModuleIndexNotWritten),
+    ];
+    diagnostics.push(...indexes);
+    // The state last, once both indexes it relies on are written; else none (ADR 0022).
     const nextState: CompileState = { ...state, manifest: digest, keys, stamps: stamped.stamps, referencedStamps: namedStamped.stamps, diagnostics: sortDiagnostics(reported) };
-    diagnostics.push(...entries(STATE_FOLDER, STATE_KEY, encodeCompileState(nextState, compileStateWriter(COMPILER_NAME, COMPILER_VERSION)), Diagnostics.CompileStateNotWritten));
-  }
+    if (indexes.length === 0) diagnostics.push(...entries(STATE_FOLDER, STATE_KEY, encodeCompileState(nextState, compileStateWriter(COMPILER_NAME, COMPILER_VERSION)), Diagnostics.CompileStateNotWritten));
+    else diagnostics.push(...removeCacheEntry(layout.root, STATE_FOLDER, STATE_KEY, Diagnostics.CompileStateNotWritten));
+  } else diagnostics.push(...removeCacheEntry(layout.root, STATE_FOLDER, STATE_KEY, Diagnostics.CompileStateNotWritten));
   result.cache = { hits: 0, parsed: 0, verdicts: 0, written: 0, removed: 0, modules: { unchanged: modules.size - rerendered.size, rendered: rerendered.size }, records: { reused: state.counts.assets + state.counts.dags - replaced.length, made: replaced.length }, splice: { changed: K.size, compiled: compiled.size } };
   result.diagnostics = sortDiagnostics(diagnostics);
   return { result };

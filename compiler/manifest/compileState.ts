@@ -52,7 +52,7 @@ export interface CompileState {
   stamps: BigInt64Array;
   /** {@link fileInterfaces} of each file. */
   interfaces: string[];
-  /** Per file, the files (indexes into `paths`) that produce or declare an Asset its DAGs read, sorted. */
+  /** Per file, the files (indexes into `paths`) that produce or declare an Asset it reads (its upstreams and source, whatever its status), sorted. */
   reads: number[][];
   /** Per file, its records: pairs (array of {@link KEYED_ARRAYS}, index in it), in the manifest's order. */
   records: number[][];
@@ -168,7 +168,8 @@ function dagInterface(d: DagPlan): unknown {
  * The state of a compile that wrote `manifest` (its file's sha256 `digest`): `paths` and `keys`
  * are discover's contract files and their parse cache keys, `referenced` the files the documents
  * named with their texts, `diagnostics` what it reported (no error, no note of the cache), `stamp`
- * discover's `stampFiles` of paths (taken now: after the files were read).
+ * discover's `stampFiles` of paths (taken now: after the files were read), `readers` each contract
+ * file's upstream and source Assets.
  * Undefined when a file has no key.
  */
 export function describeCompile(
@@ -180,6 +181,7 @@ export function describeCompile(
   referenced: ReadonlyMap<string, string>,
   diagnostics: readonly Diagnostic[],
   stamp: (paths: readonly string[]) => BigInt64Array,
+  readers: ReadonlyArray<{ path: string; assets: readonly string[] }>,
 ): CompileState | undefined {
   const at = new Map(paths.map((p, i) => [p, i]));
   const byFile = recordsByFile(manifest);
@@ -193,12 +195,15 @@ export function describeCompile(
     if (i === undefined) continue;
     records[i] = [...r.assets.flatMap((x) => [0, x]), ...r.dags.flatMap((x) => [1, x])];
     interfaces[i] = fileInterface(manifest, r, via);
-    const from = new Set<number>();
-    for (const d of r.dags) {
-      for (const name of manifest.dags[d]!.inlets) {
-        const producer = assetFile.get(name);
-        if (producer !== undefined) from.add(producer);
-      }
+  }
+  // What each contract reads, whatever its status: a draft has no DAG, yet the link rules read its upstreams.
+  for (const { path, assets } of readers) {
+    const i = at.get(path);
+    if (i === undefined) continue;
+    const from = new Set(reads[i]);
+    for (const name of assets) {
+      const producer = assetFile.get(name);
+      if (producer !== undefined && producer !== i) from.add(producer);
     }
     reads[i] = [...from].sort((a, b) => a - b);
   }
