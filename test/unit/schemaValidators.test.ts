@@ -81,7 +81,9 @@ function mutate(value: unknown, steps: number[], op: "replace" | "delete" | "add
     const key = keys[step % keys.length]!;
     const child = (holder as Record<string, unknown>)[key];
     if (child === null || typeof child !== "object" || step % 3 === 0) {
-      if (op === "delete" && !Array.isArray(holder)) delete (holder as Record<string, unknown>)[key];
+      // An array's or a typed array's (a YAML !!binary) element is replaced, never deleted: a
+      // typed array's cannot be (TypeError).
+      if (op === "delete" && !Array.isArray(holder) && !ArrayBuffer.isView(holder)) delete (holder as Record<string, unknown>)[key];
       else if (op === "add") (holder as Record<string, unknown>)[Array.isArray(holder) ? String(keys.length) : `x_${key}`] = replacement;
       else (holder as Record<string, unknown>)[key] = replacement;
       return copy;
