@@ -3,13 +3,13 @@ import { createDiagnostic, Diagnostics } from "./diagnostics/catalogue.js";
 import { hasErrors, sortDiagnostics, type Diagnostic, type StageResult } from "./diagnostics/diagnostic.js";
 import { openCacheReader, readCacheEntries } from "./discover/readCache.js";
 import type { RecordPlaces } from "./discover/readManifest.js";
-import { discoverProject, holdsOtherThan, listStampedFiles, readOutputManifestBytes, stampFiles, startOutputManifestRead, type DiscoveredProject, MAX_FILE_BYTES, MAX_MANIFEST_BYTES, readReferencedFiles, readSourceFile, type ProjectLayout, type SourceFile } from "./discover/discoverProject.js";
+import { discoverProject, holdsOtherThan, listProjectFiles, readOutputManifestBytes, stampFiles, startOutputManifestRead, type DiscoveredProject, MAX_FILE_BYTES, MAX_MANIFEST_BYTES, readReferencedFiles, readSourceFile, type ProjectLayout, type SourceFile } from "./discover/discoverProject.js";
 import { breakingDiagnostics, diffManifests, type ManifestDiff } from "./diff/diffManifests.js";
 import { compileStateWriter, decodeCompileState, describeCompile, encodeCompileState, fileInterface, recordsByFile, STATE_FOLDER, STATE_KEY, type CompileState } from "./manifest/compileState.js";
 import { buildGraph, type AssetGraph } from "./graph/buildGraph.js";
 import { linkProject, type LinkedProject } from "./link/linkProject.js";
 import { buildManifest, type Manifest } from "./manifest/buildManifest.js";
-import { encodeRecordIndex, MANIFEST_CACHE_FOLDER, openRecordCache, readCompleteIndex, RECORD_INDEX_KEY, RECORD_INDEX_PATH, spliceRecords, type RecordKeys, type RecordReplacement } from "./manifest/recordCache.js";
+import { encodeRecordIndex, MANIFEST_CACHE_FOLDER, openRecordCache, readCompleteIndex, RECORD_INDEX_KEY, RECORD_INDEX_PATH, spliceRecords, type IndexPayload, type RecordKeys, type RecordReplacement } from "./manifest/recordCache.js";
 import type { DagPlan, ManifestAsset } from "./model/manifest.js";
 import { MANIFEST_VERSION } from "./model/manifest.js";
 import { isOdcsDocument } from "./model/odcs.js";
@@ -651,36 +651,75 @@ export const MAX_SPLICE_COMPILED = 512;
  * checked on the disk against the render index, as a whole compile checks it. Taken only when
  * nothing else can differ from a whole compile's output and report: the same contract files and
  * orchestration config, every file the documents name holding the same text, the manifest and the
- * indexes the state describes, no diagnostic on K or C, K's interface (`fileInterface`) unchanged,
- * C's records and every other record the modules read unchanged (by key), every change of K's
- * records safe and metadata-only to the diff, and every other module on the disk as indexed.
- * Otherwise gives the notes to report (CA1953) and the whole project is compiled.
+ * indexes the state describes (`readSpliceBase`); no diagnostic on K or C, K's interface
+ * (`fileInterface`) unchanged, C's records and every other record the modules read unchanged (by
+ * key), every change of K's records safe and metadata-only to the diff (`compileNeighbourhood`);
+ * and every other module on the disk as indexed (`writeSplice`). Otherwise gives the notes to
+ * report (CA1953) and the whole project is compiled.
  */
-function spliceCompile(layout: ProjectLayout, since: bigint): { result: CompileResult } | { notes: Diagnostic[] } {
-  const compiler = { name: COMPILER_NAME, version: COMPILER_VERSION };
-  const none = { notes: [] as Diagnostic[] };
+function spliceCompile(layout: ProjectLayout, since: bigint): { result: CompileResult } | NoSplice {
+  const read = readSpliceBase(layout, since);
+  if (!("base" in read)) return read;
+  const edit = compileNeighbourhood(layout, read.base);
+  const result = edit && writeSplice(layout, read.base, edit, since);
+  return result ? { result } : noSplice();
+}
 
+/** A splice not taken: the notes to report (CA1953 of a damaged or foreign state), often none. */
+type NoSplice = { notes: Diagnostic[] };
+const noSplice = (): NoSplice => ({ notes: [] });
+
+/** What a splice starts from: the last compile state, and the project's files found as it describes them (ADR 0022). */
+interface SpliceBase {
+  state: CompileState;
+  configFiles: SourceFile[];
+  context: string;
+  /** Each contract file's parse cache key now, by index into `state.paths`. */
+  keys: string[];
+  /** The contract files' stamps now (`stampFiles`), and those of the files the documents name. */
+  stamps: BigInt64Array;
+  namedStamps: BigInt64Array;
+  /** The files the documents name (`state.referenced`'s paths). */
+  namedPaths: string[];
+  /** K: the contract files whose bytes changed, by index into `state.paths`. */
+  changed: Set<number>;
+  /** The output folder's manifest, whose sha256 is the state's. */
+  previous: { bytes: Buffer; sha256: string };
+  /** The record index (ADR 0017p) and the render index (ADR 0017n) of that manifest and its modules. */
+  index: IndexPayload;
+  modules: Map<string, ModuleIndexEntry>;
+  /** Reads contract file `i` once (later calls give the same file), or undefined (a problem: no splice). */
+  readAt: (i: number) => SourceFile | undefined;
+}
+
+/**
+ * The compile state and every check of the project's files against it that needs no compile: the
+ * same contract files and config (by name, then by the config's cache context), at most
+ * {@link MAX_SPLICE_CHANGED} contract files whose bytes changed (only files whose `lstat` stamp
+ * changed are read), every named file holding the text the state hashed, and the manifest and the
+ * two indexes the state describes.
+ */
+function readSpliceBase(layout: ProjectLayout, since: bigint): { base: SpliceBase } | NoSplice {
+  const compiler = { name: COMPILER_NAME, version: COMPILER_VERSION };
   const stateRead = decodeCompileState(readCacheEntries(layout.root, STATE_FOLDER, [STATE_KEY]), compileStateWriter(COMPILER_NAME, COMPILER_VERSION));
-  if (!stateRead) return none;
+  if (!stateRead) return noSplice();
   if ("note" in stateRead) return { notes: [stateRead.note] };
   const state = stateRead.state;
-  // The same contract files and orchestration config.
-  const listed = listStampedFiles(layout);
-  if (!listed || listed.contractPaths.length !== state.paths.length || listed.contractPaths.some((p, i) => p !== state.paths[i])) return none;
   const problems: Diagnostic[] = [];
+  const listed = listProjectFiles(layout, problems);
+  if (problems.length > 0 || listed.configPaths.length === 0 || listed.contractPaths.length === 0 || listed.contractPaths.length !== state.paths.length || listed.contractPaths.some((p, i) => p !== state.paths[i])) return noSplice();
   const configs = listed.configPaths.map((p) => readSourceFile(layout.root, p, problems));
-  if (problems.length > 0 || configs.some((f) => f === undefined)) return none;
+  if (problems.length > 0 || configs.some((f) => f === undefined)) return noSplice();
   const configFiles = configs as SourceFile[];
   const context = cacheContext(configFiles);
-  if (context !== state.context) return none;
+  if (context !== state.context) return noSplice();
   // The contract files whose stamp changed are read; those whose bytes changed are K.
-  const paths = state.paths;
-  const stamped = stampFiles(layout.root, paths, since, state.stamps);
+  const stamped = stampFiles(layout.root, state.paths, since, state.stamps);
   const files = new Map<number, SourceFile>();
   const readAt = (i: number): SourceFile | undefined => {
     let f = files.get(i);
     if (!f) {
-      f = readSourceFile(layout.root, paths[i]!, problems);
+      f = readSourceFile(layout.root, state.paths[i]!, problems);
       if (f) files.set(i, f);
     }
     return f;
@@ -688,131 +727,187 @@ function spliceCompile(layout: ProjectLayout, since: bigint): { result: CompileR
   const keys = [...state.keys];
   for (const i of stamped.changed) {
     const f = readAt(i);
-    if (!f) return none;
+    if (!f) return noSplice();
     keys[i] = parseCacheKeys([f], context).get(f.path)!;
   }
   const changed = stamped.changed.filter((i) => keys[i] !== state.keys[i]);
-  if (changed.length > MAX_SPLICE_CHANGED) return none;
-  // Read and hashed in a thread while the neighbourhood is compiled (ADR 0017w).
+  if (changed.length > MAX_SPLICE_CHANGED) return noSplice();
+  // Read and hashed in a thread while the named files are checked (ADR 0017w).
   const manifestAhead = startOutputManifestRead(layout);
   // Every file the documents name holds the text the state was made of.
   const namedPaths = state.referenced.map(([p]) => p);
   const namedStamped = stampFiles(layout.root, namedPaths, since, state.referencedStamps);
   const named = readReferencedFiles(layout.root, namedStamped.changed.map((i) => namedPaths[i]!), MAX_MANIFEST_BYTES);
-  if (named.diagnostics.length > 0 || namedStamped.changed.some((i) => { const text = named.value.get(namedPaths[i]!); return text === undefined || sha256Hex(text) !== state.referenced[i]![1]; })) return none;
+  const namedChanged = namedStamped.changed.some((i) => {
+    const text = named.value.get(namedPaths[i]!);
+    return text === undefined || sha256Hex(text) !== state.referenced[i]![1];
+  });
+  if (named.diagnostics.length > 0 || namedChanged) return noSplice();
   // The manifest and the indexes the state describes.
   const ahead = manifestAhead?.take();
   const previousBytes = ahead && "bytes" in ahead ? ahead.bytes : readOutputManifestBytes(layout);
   const previous = previousBytes && { bytes: previousBytes, sha256: ahead && "sha256" in ahead ? ahead.sha256 : sha256Hex(previousBytes) };
   const index = readCompleteIndex(compiler, readCacheEntries(layout.root, MANIFEST_CACHE_FOLDER, [RECORD_INDEX_KEY]));
   const modules = readModuleIndex(compiler, readCacheEntries(layout.root, RENDER_CACHE_FOLDER, [MODULE_INDEX_KEY]));
-  if (!previous || !index || !modules || index.digest !== state.manifest || previous.sha256 !== state.manifest) return none;
-  if (index.counts[0] !== state.counts.assets || index.counts[1] !== state.counts.dags) return none;
-  const sources = new Map<string, string>(configFiles.map((f) => [f.path, f.text]));
-  const K = new Set(changed);
+  if (!previous || !index || !modules || index.digest !== state.manifest || previous.sha256 !== state.manifest) return noSplice();
+  if (index.counts[0] !== state.counts.assets || index.counts[1] !== state.counts.dags) return noSplice();
+  return { base: { state, configFiles, context, keys, stamps: stamped.stamps, namedStamps: namedStamped.stamps, namedPaths, changed: new Set(changed), previous, index, modules, readAt } };
+}
+
+/** What the neighbourhood's compile gives the splice's write. */
+interface SpliceEdit {
+  /** The contract files compiled (K, C and what they read from), by index into `state.paths`, in order. */
+  compiled: number[];
+  /** K's records, in place of the last manifest's. */
+  replaced: RecordReplacement[];
+  /** The DAG modules of K and C, by project-relative path, with their render index keys. */
+  rerendered: Map<string, { text: string; key: Buffer }>;
+  /** What a whole compile would report: the state's findings, those of K and C made anew. */
+  reported: Diagnostic[];
+}
+
+/**
+ * Compiles K with its neighbourhood (`compileProject` with `subset`) and takes from it K's
+ * records and the modules of K and C, when a whole compile could not give other records, modules
+ * or findings; undefined when it could (the whole project is then compiled). With no K, nothing
+ * is compiled: the state's findings and no record or module.
+ */
+function compileNeighbourhood(layout: ProjectLayout, base: SpliceBase): SpliceEdit | undefined {
+  const { state, changed: K, index } = base;
+  if (K.size === 0) return { compiled: [], replaced: [], rerendered: new Map(), reported: state.diagnostics };
   const consumers = new Set<number>();
-  if (K.size > 0) state.reads.forEach((from, i) => { if (!K.has(i) && from.some((f) => K.has(f))) consumers.add(i); });
-  const compiled = new Set<number>([...K, ...consumers]);
-  for (const i of [...K, ...consumers]) for (const f of state.reads[i]!) compiled.add(f);
-  if (compiled.size > MAX_SPLICE_COMPILED) return none;
-  const recordAt = (array: number, i: number): number => (array === 0 ? i : index.counts[0]! + i);
-  const outDir = layout.outDir;
-  const moduleWriter = moduleCacheWriter(COMPILER_NAME, COMPILER_VERSION);
-  const replaced: RecordReplacement[] = [];
-  const rerendered = new Map<string, { text: string; key: Buffer }>();
-  let reported = state.diagnostics;
-  if (K.size > 0) {
-    const order = [...compiled].sort((a, b) => a - b);
-    const subFiles: SourceFile[] = [];
-    for (const i of order) {
-      const f = readAt(i);
-      if (!f) return none;
-      subFiles.push(f);
-      sources.set(f.path, f.text);
-    }
-    const keep = new Set([...keys, ...parseCacheKeys(configFiles, context).values()]);
-    const sub = compileProject(layout, { cache: true, workers: 0, subset: { contracts: subFiles, configs: configFiles, keep } });
-    const manifest = sub.manifest;
-    if (!manifest || !sub.subset) return none;
-    // Every file the neighbourhood's documents name is one the state tracks (a file newly named is
-    // not: the whole project is compiled, and its state tracks it).
-    const tracked = new Set(namedPaths);
-    if (sub.subset.named.some((p) => !tracked.has(p))) return none;
-    const texts = Buffer.from(sub.subset.text, "latin1");
-    let unkeyed = false;
-    const watched = new Set([...K, ...consumers].map((i) => state.paths[i]!));
-    // What the whole compile reported of K and C is what the neighbourhood's reports (no error, nothing
-    // of the whole project); every other file's findings are the state's, none pointing into K.
-    if (sub.diagnostics.some((d) => !d.location || (watched.has(d.location.file) && d.severity === "error"))) return none;
-    const changedPaths = new Set([...K].map((i) => state.paths[i]!));
-    reported = state.diagnostics.filter((d) => !d.location || !watched.has(d.location.file));
-    if (reported.some((d) => d.related.some((r) => changedPaths.has(r.location.file)))) return none;
-    reported.push(...sub.diagnostics.filter((d) => watched.has(d.location!.file) && !CACHE_NOTES.has(d.code)));
-    const byFile = recordsByFile(manifest);
-    const empty = { assets: [], dags: [] };
-    // Each record of the neighbourhood's manifest at its place in the whole one, by file.
-    const fullAsset = new Map<number, number>();
-    for (const i of order) {
-      const mine = byFile.get(state.paths[i]!) ?? empty;
-      const pairs = state.records[i]!;
-      const assets = pairs.filter((_, j) => j % 2 === 1 && pairs[j - 1] === 0);
-      const dags = pairs.filter((_, j) => j % 2 === 1 && pairs[j - 1] === 1);
-      if (mine.assets.length !== assets.length || ((K.has(i) || consumers.has(i)) && mine.dags.length !== dags.length)) return none;
-      mine.assets.forEach((x, j) => fullAsset.set(x, assets[j]!));
-      if (K.has(i)) {
-        if (fileInterface(manifest, mine) !== state.interfaces[i]) return none;
-        const add = (array: number, at: number, full: number): void => {
-          const span = sub.subset!.placed[array]!;
-          const key = (array === 0 ? sub.subset!.keys.assets : sub.subset!.keys.dags)[at];
-          if (key === undefined) unkeyed = true;
-          else replaced.push({ array, index: full, key, text: texts.subarray(span[2 * at]!, span[2 * at + 1]!) });
-        };
-        mine.assets.forEach((x, j) => add(0, x, assets[j]!));
-        mine.dags.forEach((x, j) => add(1, x, dags[j]!));
-      } else if (consumers.has(i)) {
-        // A file reading K's Assets: its records are the ones the whole manifest holds.
-        if (mine.dags.some((x, j) => sub.subset!.keys.dags[x] !== index.keys[recordAt(1, dags[j]!)]) || mine.assets.some((x, j) => sub.subset!.keys.assets[x] !== index.keys[recordAt(0, assets[j]!)])) return none;
-      }
-    }
-    if (unkeyed) return none;
-    // What the modules of K and C read of the other files' Assets is what the whole manifest holds.
-    const assetsOfK = new Set([...K].flatMap((i) => (byFile.get(state.paths[i]!) ?? empty).assets));
-    const at = new Map(manifest.assets.map((a, i) => [a.name, i]));
-    const dagsRendered = [...K, ...consumers].flatMap((i) => (byFile.get(state.paths[i]!) ?? empty).dags);
-    for (const d of dagsRendered) {
-      for (const name of usedAssets(manifest.dags[d]!)) {
-        const x = at.get(name);
-        if (x === undefined || assetsOfK.has(x)) continue;
-        const full = fullAsset.get(x);
-        if (full === undefined || sub.subset.keys.assets[x] !== index.keys[recordAt(0, full)]) return none;
-      }
-    }
-    // Every change of K's records is safe and metadata-only, as the diff of the whole would say.
-    const bytes = previous.bytes;
-    const before = (r: RecordReplacement): unknown => JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("latin1", index.spans[2 * recordAt(r.array, r.index)]!, index.spans[2 * recordAt(r.array, r.index) + 1]!));
-    const consumerDags = [...consumers].flatMap((i) => (byFile.get(state.paths[i]!) ?? empty).dags.map((x) => manifest.dags[x]!));
-    const side = (records: Array<{ array: number; value: unknown }>): Manifest => ({ ...emptyManifest(), assets: records.filter((r) => r.array === 0).map((r) => r.value as ManifestAsset), dags: [...records.filter((r) => r.array === 1).map((r) => r.value as DagPlan), ...consumerDags] });
-    const after = replaced.map((r) => ({ array: r.array, value: JSON.parse(Buffer.from(r.text).toString("latin1")) as unknown }));
-    const diff = diffManifests(side(replaced.map((r) => ({ array: r.array, value: before(r) }))), side(after));
-    if (diff.changes.some((c) => c.severity !== "safe" || c.category !== "metadata-only")) return none;
-    // The freshness monitor's module reads its Assets' render inputs: those of K's must not change.
-    const monitored = new Set((manifest.freshness_monitor?.assets ?? []).map((a) => a.name));
-    for (const [j, r] of replaced.entries()) {
-      if (r.array !== 0) continue;
-      const a = after[j]!.value as ManifestAsset;
-      if (monitored.has(a.name) && JSON.stringify(assetRenderInputs(a)) !== JSON.stringify(assetRenderInputs(before(r) as ManifestAsset))) return none;
-    }
-    // The modules of K and C, rendered from the neighbourhood's manifest, keyed as a whole compile keys them.
-    const keyOf = moduleKeys(manifest, outDir, moduleWriter, sub.subset.keys);
-    const assets = new Map(manifest.assets.map((a) => [a.name, a]));
-    for (const d of dagsRendered) rerendered.set(modulePath(outDir, manifest.dags[d]!.dag_id), { text: renderDagModule(manifest.dags[d]!, assets), key: keyOf(d) });
+  state.reads.forEach((from, i) => {
+    if (!K.has(i) && from.some((f) => K.has(f))) consumers.add(i);
+  });
+  const watchedFiles = [...K, ...consumers];
+  const compiledSet = new Set<number>(watchedFiles);
+  for (const i of watchedFiles) for (const f of state.reads[i]!) compiledSet.add(f);
+  if (compiledSet.size > MAX_SPLICE_COMPILED) return undefined;
+  const compiled = [...compiledSet].sort((a, b) => a - b);
+  const subFiles: SourceFile[] = [];
+  for (const i of compiled) {
+    const f = base.readAt(i);
+    if (!f) return undefined;
+    subFiles.push(f);
   }
-  const spliced = spliceRecords(index, previous.bytes, replaced);
-  if (!spliced) return none;
-  // The write of a whole compile: the manifest, the modules rendered, every other module found on
-  // the disk as the index says (else the whole project is compiled).
-  const write = openWrite(layout, { check: false, ignore: ["odcs/**"], ...(replaced.length === 0 ? { known: new Map([[`${outDir}/manifest.json`, ""]]) } : {}) });
-  const manifestPath = `${outDir}/manifest.json`;
+  const keep = new Set([...base.keys, ...parseCacheKeys(base.configFiles, base.context).values()]);
+  const sub = compileProject(layout, { cache: true, workers: 0, subset: { contracts: subFiles, configs: base.configFiles, keep } });
+  const manifest = sub.manifest;
+  const subset = sub.subset;
+  if (!manifest || !subset) return undefined;
+  // Every file the neighbourhood's documents name is one the state tracks (a file newly named is
+  // not: the whole project is compiled, and its state tracks it).
+  const tracked = new Set(base.namedPaths);
+  if (subset.named.some((p) => !tracked.has(p))) return undefined;
+  // What the whole compile reported of K and C is what the neighbourhood's reports (no error,
+  // nothing of the whole project); every other file's findings are the state's, none pointing into K.
+  const watched = new Set(watchedFiles.map((i) => state.paths[i]!));
+  if (sub.diagnostics.some((d) => !d.location || (watched.has(d.location.file) && d.severity === "error"))) return undefined;
+  const changedPaths = new Set([...K].map((i) => state.paths[i]!));
+  const reported = state.diagnostics.filter((d) => !d.location || !watched.has(d.location.file));
+  if (reported.some((d) => d.related.some((r) => changedPaths.has(r.location.file)))) return undefined;
+  reported.push(...sub.diagnostics.filter((d) => watched.has(d.location!.file) && !CACHE_NOTES.has(d.code)));
+  const placed = placeNeighbourhoodRecords(base, consumers, compiled, manifest, subset);
+  if (!placed) return undefined;
+  const { replaced, byFile } = placed;
+  // Every change of K's records is safe and metadata-only, as the diff of the whole would say.
+  const previousText = Buffer.from(base.previous.bytes.buffer, base.previous.bytes.byteOffset, base.previous.bytes.byteLength);
+  const recordAt = (array: number, i: number): number => (array === 0 ? i : index.counts[0]! + i);
+  const before = replaced.map((r) => JSON.parse(previousText.toString("latin1", index.spans[2 * recordAt(r.array, r.index)]!, index.spans[2 * recordAt(r.array, r.index) + 1]!)) as unknown);
+  const after = replaced.map((r) => JSON.parse(Buffer.from(r.text).toString("latin1")) as unknown);
+  const consumerDags = [...consumers].flatMap((i) => (byFile.get(state.paths[i]!)?.dags ?? []).map((x) => manifest.dags[x]!));
+  const side = (values: unknown[]): Manifest => ({
+    ...emptyManifest(),
+    assets: values.filter((_, j) => replaced[j]!.array === 0) as ManifestAsset[],
+    dags: [...(values.filter((_, j) => replaced[j]!.array === 1) as DagPlan[]), ...consumerDags],
+  });
+  if (diffManifests(side(before), side(after)).changes.some((c) => c.severity !== "safe" || c.category !== "metadata-only")) return undefined;
+  // The freshness monitor's module reads its Assets' render inputs: those of K's must not change.
+  const monitored = new Set((manifest.freshness_monitor?.assets ?? []).map((a) => a.name));
+  for (const [j, r] of replaced.entries()) {
+    if (r.array !== 0) continue;
+    const a = after[j] as ManifestAsset;
+    if (monitored.has(a.name) && JSON.stringify(assetRenderInputs(a)) !== JSON.stringify(assetRenderInputs(before[j] as ManifestAsset))) return undefined;
+  }
+  // The modules of K and C, rendered from the neighbourhood's manifest, keyed as a whole compile keys them.
+  const keyOf = moduleKeys(manifest, layout.outDir, moduleCacheWriter(COMPILER_NAME, COMPILER_VERSION), subset.keys);
+  const assets = new Map(manifest.assets.map((a) => [a.name, a]));
+  const rerendered = new Map<string, { text: string; key: Buffer }>();
+  for (const d of placed.dagsRendered) rerendered.set(modulePath(layout.outDir, manifest.dags[d]!.dag_id), { text: renderDagModule(manifest.dags[d]!, assets), key: keyOf(d) });
+  return { compiled, replaced, rerendered, reported };
+}
+
+/**
+ * Each record of the neighbourhood's manifest at its place in the whole one, by file: K's records
+ * as replacements (K's interface unchanged, every record keyed), C's records and every other
+ * record the modules of K and C read holding the whole manifest's keys; undefined when a file's
+ * records are not the ones the state placed, or a key differs.
+ */
+function placeNeighbourhoodRecords(
+  base: SpliceBase,
+  consumers: ReadonlySet<number>,
+  compiled: readonly number[],
+  manifest: Manifest,
+  subset: NonNullable<CompileResult["subset"]>,
+): { replaced: RecordReplacement[]; byFile: ReturnType<typeof recordsByFile>; dagsRendered: number[] } | undefined {
+  const { state, changed: K, index } = base;
+  const recordAt = (array: number, i: number): number => (array === 0 ? i : index.counts[0]! + i);
+  const texts = Buffer.from(subset.text, "latin1");
+  const byFile = recordsByFile(manifest);
+  const empty = { assets: [], dags: [] };
+  const replaced: RecordReplacement[] = [];
+  const fullAsset = new Map<number, number>();
+  for (const i of compiled) {
+    const mine = byFile.get(state.paths[i]!) ?? empty;
+    const pairs = state.records[i]!;
+    const assets = pairs.filter((_, j) => j % 2 === 1 && pairs[j - 1] === 0);
+    const dags = pairs.filter((_, j) => j % 2 === 1 && pairs[j - 1] === 1);
+    if (mine.assets.length !== assets.length || ((K.has(i) || consumers.has(i)) && mine.dags.length !== dags.length)) return undefined;
+    mine.assets.forEach((x, j) => fullAsset.set(x, assets[j]!));
+    if (K.has(i)) {
+      if (fileInterface(manifest, mine) !== state.interfaces[i]) return undefined;
+      for (const [array, mineOf, fullOf] of [[0, mine.assets, assets], [1, mine.dags, dags]] as const) {
+        for (const [j, at] of mineOf.entries()) {
+          const key = (array === 0 ? subset.keys.assets : subset.keys.dags)[at];
+          if (key === undefined) return undefined;
+          const span = subset.placed[array]!;
+          replaced.push({ array, index: fullOf[j]!, key, text: texts.subarray(span[2 * at]!, span[2 * at + 1]!) });
+        }
+      }
+    } else if (consumers.has(i)) {
+      // A file reading K's Assets: its records are the ones the whole manifest holds.
+      if (mine.dags.some((x, j) => subset.keys.dags[x] !== index.keys[recordAt(1, dags[j]!)]) || mine.assets.some((x, j) => subset.keys.assets[x] !== index.keys[recordAt(0, assets[j]!)])) return undefined;
+    }
+  }
+  // What the modules of K and C read of the other files' Assets is what the whole manifest holds.
+  const assetsOfK = new Set([...K].flatMap((i) => (byFile.get(state.paths[i]!) ?? empty).assets));
+  const at = new Map(manifest.assets.map((a, i) => [a.name, i]));
+  const dagsRendered = [...K, ...consumers].flatMap((i) => (byFile.get(state.paths[i]!) ?? empty).dags);
+  for (const d of dagsRendered) {
+    for (const name of usedAssets(manifest.dags[d]!)) {
+      const x = at.get(name);
+      if (x === undefined || assetsOfK.has(x)) continue;
+      const full = fullAsset.get(x);
+      if (full === undefined || subset.keys.assets[x] !== index.keys[recordAt(0, full)]) return undefined;
+    }
+  }
+  return { replaced, byFile, dagsRendered };
+}
+
+/**
+ * The write of a splice, as a whole compile's: the last manifest with K's records replaced
+ * (`spliceRecords`, as pieces of bytes), the modules rendered again, every other module found on
+ * the disk as the render index says; then both indexes and, last, the next compile state (none
+ * when an index could not be written, or the write failed). Undefined, with nothing written,
+ * when a module is not as indexed (the whole project is then compiled).
+ */
+function writeSplice(layout: ProjectLayout, base: SpliceBase, edit: SpliceEdit, since: bigint): CompileResult | undefined {
+  const { state, index, modules } = base;
+  const { replaced, rerendered, reported } = edit;
+  const spliced = spliceRecords(index, base.previous.bytes, replaced);
+  if (!spliced || [...rerendered.keys()].some((relative) => !modules.has(relative))) return undefined;
+  const write = openWrite(layout, { check: false, ignore: ["odcs/**"] });
+  const manifestPath = `${layout.outDir}/manifest.json`;
   const next = new Map<string, ModuleIndexEntry>();
   for (const [relative, entry] of modules) {
     const fresh = rerendered.get(relative);
@@ -823,46 +918,65 @@ function spliceCompile(layout: ProjectLayout, since: bigint): { result: CompileR
     const stamp = write.holdsDigest(relative, entry.text, entry.stamp);
     if (!stamp) {
       write.discard();
-      return none;
+      return undefined;
     }
     next.set(relative, { key: entry.key, text: entry.text, stamp: trustedStamp(stamp, since) });
   }
-  if ([...rerendered.keys()].some((relative) => !modules.has(relative))) {
-    write.discard();
-    return none;
-  }
-  // Unchanged, the manifest is the file read, whose sha256 is the state's: known to hold its text
-  // (`known`, ADR 0017g), which is then neither made nor compared.
-  if (replaced.length === 0) write.add(manifestPath, "", undefined);
+  // Unchanged, the manifest is the file read, whose sha256 is the state's (ADR 0017g).
+  if (replaced.length === 0) write.holds(manifestPath);
   else write.addBytes(manifestPath, spliced.pieces);
   for (const [relative, fresh] of rerendered) write.add(relative, fresh.text);
   const written = write.finish();
   const diagnostics = [...reported, ...written.diagnostics];
-  // The text of each file a finding points at, for its excerpt.
-  const pathIndex = new Map(paths.map((p, i) => [p, i]));
-  for (const d of reported) {
-    for (const file of [d.location?.file, ...d.related.map((r) => r.location.file)]) {
-      if (file === undefined || sources.has(file)) continue;
-      const at = pathIndex.get(file);
-      const f = at !== undefined ? readAt(at) : readSourceFile(layout.root, file, []);
-      if (f) sources.set(f.path, f.text);
-    }
-  }
-  const result: CompileResult = { diagnostics: [], sources, writeScope: { ignore: ["odcs/**"] }, written: written.value, counts: { ...state.counts } };
+  const sources = spliceSources(layout, base, edit);
   const digest = replaced.length === 0 ? state.manifest : write.digestOf(manifestPath);
   if (!hasErrors(written.diagnostics) && digest !== undefined) {
+    const compiler = { name: COMPILER_NAME, version: COMPILER_VERSION };
     const entries = (folder: string, key: string, bytes: Uint8Array, note: (typeof Diagnostics)["RecordIndexNotWritten"]): Diagnostic[] => writeCacheEntries(layout.root, CACHE_FOLDER, folder, new Map([[key, bytes]]), new Set(), note).diagnostics;
     const indexes = [
       ...entries(MANIFEST_CACHE_FOLDER, RECORD_INDEX_KEY, encodeRecordIndex(compiler, { ...spliced.index, digest }), Diagnostics.RecordIndexNotWritten),
-      ...entries(RENDER_CACHE_FOLDER, MODULE_INDEX_KEY, encodeModuleIndex(moduleWriter, next), Diagnostics.ModuleIndexNotWritten),
+      ...entries(RENDER_CACHE_FOLDER, MODULE_INDEX_KEY, encodeModuleIndex(moduleCacheWriter(COMPILER_NAME, COMPILER_VERSION), next), Diagnostics.ModuleIndexNotWritten),
     ];
     diagnostics.push(...indexes);
     // The state last, once both indexes it relies on are written; else none (ADR 0022).
-    const nextState: CompileState = { ...state, manifest: digest, keys, stamps: stamped.stamps, referencedStamps: namedStamped.stamps, diagnostics: sortDiagnostics(reported) };
+    const nextState: CompileState = { ...state, manifest: digest, keys: base.keys, stamps: base.stamps, referencedStamps: base.namedStamps, diagnostics: sortDiagnostics(reported) };
     if (indexes.length === 0) diagnostics.push(...entries(STATE_FOLDER, STATE_KEY, encodeCompileState(nextState, compileStateWriter(COMPILER_NAME, COMPILER_VERSION)), Diagnostics.CompileStateNotWritten));
     else diagnostics.push(...removeCacheEntry(layout.root, STATE_FOLDER, STATE_KEY, Diagnostics.CompileStateNotWritten));
   } else diagnostics.push(...removeCacheEntry(layout.root, STATE_FOLDER, STATE_KEY, Diagnostics.CompileStateNotWritten));
-  result.cache = { hits: 0, parsed: 0, verdicts: 0, written: 0, removed: 0, modules: { unchanged: modules.size - rerendered.size, rendered: rerendered.size }, records: { reused: state.counts.assets + state.counts.dags - replaced.length, made: replaced.length }, splice: { changed: K.size, compiled: compiled.size } };
-  result.diagnostics = sortDiagnostics(diagnostics);
-  return { result };
+  return {
+    diagnostics: sortDiagnostics(diagnostics),
+    sources,
+    writeScope: { ignore: ["odcs/**"] },
+    written: written.value,
+    counts: { ...state.counts },
+    cache: {
+      hits: 0,
+      parsed: 0,
+      verdicts: 0,
+      written: 0,
+      removed: 0,
+      modules: { unchanged: modules.size - rerendered.size, rendered: rerendered.size },
+      records: { reused: state.counts.assets + state.counts.dags - replaced.length, made: replaced.length },
+      splice: { changed: base.changed.size, compiled: edit.compiled.length },
+    },
+  };
+}
+
+/** The text of the config files, the files compiled, and each file a finding reported points at (for its excerpt). */
+function spliceSources(layout: ProjectLayout, base: SpliceBase, edit: SpliceEdit): Map<string, string> {
+  const sources = new Map<string, string>(base.configFiles.map((f) => [f.path, f.text]));
+  for (const i of edit.compiled) {
+    const f = base.readAt(i)!;
+    sources.set(f.path, f.text);
+  }
+  const pathIndex = new Map(base.state.paths.map((p, i) => [p, i]));
+  for (const d of edit.reported) {
+    for (const file of [d.location?.file, ...d.related.map((r) => r.location.file)]) {
+      if (file === undefined || sources.has(file)) continue;
+      const at = pathIndex.get(file);
+      const f = at !== undefined ? base.readAt(at) : readSourceFile(layout.root, file, []);
+      if (f) sources.set(f.path, f.text);
+    }
+  }
+  return sources;
 }

@@ -173,6 +173,10 @@ function bytesOf(read: RegularFileRead, relative: string, diagnostics: Diagnosti
 
 /** Where {@link fileHoldsText} reads a file's bytes: one buffer for the process, grown to the largest chunk. */
 let readBuffer: Buffer | undefined;
+/** Where {@link fileHoldsText} encodes a small text: one buffer for the process. */
+let textBuffer: Buffer | undefined;
+/** Texts up to this many UTF-16 units are encoded whole into {@link textBuffer} (a DAG module), larger ones chunk by chunk. */
+const SMALL_TEXT_CHARS = 1 << 16;
 
 /**
  * Whether the file holds exactly the UTF-8 bytes of `text`: false when it is missing, is not a
@@ -189,6 +193,20 @@ export function fileHoldsText(absolute: string, text: string): boolean {
     const stat = fs.statSync(absolute, { throwIfNoEntry: false });
     if (!stat?.isFile() || stat.size < text.length || stat.size > text.length * 3) return false;
     fd = fs.openSync(absolute, "r");
+    if (text.length <= SMALL_TEXT_CHARS) {
+      // A DAG module: encoded into and read into buffers kept for the process, so comparing
+      // thousands of them makes no garbage (a no-op compile's main thread, ADR 0020).
+      textBuffer ??= Buffer.allocUnsafe(SMALL_TEXT_CHARS * 3);
+      const length = textBuffer.write(text, 0, "utf8");
+      if (length !== stat.size) return false;
+      if (!readBuffer || readBuffer.length < length) readBuffer = Buffer.allocUnsafe(Math.max(length, 1 << 16));
+      for (let done = 0; done < length; ) {
+        const got = fs.readSync(fd, readBuffer, done, length - done, done);
+        if (got === 0) return false;
+        done += got;
+      }
+      return readBuffer.compare(textBuffer, 0, length, 0, length) === 0;
+    }
     let position = 0;
     for (const chunk of utf8Chunks(text)) {
       if (position + chunk.length > stat.size) return false;
@@ -447,19 +465,18 @@ export function discoverProject(layout: ProjectLayout, options: DiscoverOptions 
   let ahead = cache && (cache.readAhead ?? isPlainFolderPath(layout.root, cache.folder))
     ? startReadAhead(layout.root, { limit: MAX_FILE_BYTES, folder: cache.folder, ...(cache.script ? { script: cache.script } : {}), ...(cache.readAhead === "thread" ? { claims: false } : {}) })
     : undefined;
-  const contractPaths = listYamlFiles(layout.root, layout.contractsDir, diagnostics);
+  const { contractPaths, configPaths } = listProjectFiles(layout, diagnostics);
   if (contractPaths.length === 0) {
     diagnostics.push(
       createDiagnostic(Diagnostics.NoContracts, { pattern: `${layout.contractsDir}/**/*.{yaml,yml}` }, undefined),
     );
   }
+  if (configPaths.length === 0) {
+    diagnostics.push(createDiagnostic(Diagnostics.NoOrchestrationConfig, { folder: layout.configDir }, undefined));
+  }
   if (ahead && !cache!.readAhead && contractPaths.length < MIN_READ_AHEAD_FILES) {
     ahead.close();
     ahead = undefined;
-  }
-  const configPaths = listYamlFiles(layout.root, layout.configDir, diagnostics);
-  if (configPaths.length === 0) {
-    diagnostics.push(createDiagnostic(Diagnostics.NoOrchestrationConfig, { folder: layout.configDir }, undefined));
   }
   // The configs are read first (the cache context is theirs), their diagnostics said after the
   // contracts', in the order of a compile without the thread.
@@ -566,15 +583,17 @@ export function readManifestAtRef(layout: ProjectLayout, ref: string): { file?: 
 }
 
 /**
- * The project's contract and config files, listed as {@link discoverProject} lists them, none read
- * (a splice reads only what changed, ADR 0022); undefined when listing found a problem or either
- * folder has no file (a whole discover reports it).
+ * The project's contract files and orchestration config files (YAML, each list sorted by path,
+ * `listYamlFiles`), none read: what {@link discoverProject} reads, and what a splice compares with
+ * its compile state before it reads only what changed (ADR 0022). A folder that cannot be listed,
+ * a link loop or a link leaving the project is a diagnostic pushed onto `diagnostics`; an empty
+ * folder is not (the caller says what an empty one means).
  */
-export function listStampedFiles(layout: ProjectLayout): { contractPaths: string[]; configPaths: string[] } | undefined {
-  const diagnostics: Diagnostic[] = [];
-  const contractPaths = listYamlFiles(layout.root, layout.contractsDir, diagnostics);
-  const configPaths = listYamlFiles(layout.root, layout.configDir, diagnostics);
-  return diagnostics.length > 0 || contractPaths.length === 0 || configPaths.length === 0 ? undefined : { contractPaths, configPaths };
+export function listProjectFiles(layout: ProjectLayout, diagnostics: Diagnostic[]): { contractPaths: string[]; configPaths: string[] } {
+  return {
+    contractPaths: listYamlFiles(layout.root, layout.contractsDir, diagnostics),
+    configPaths: listYamlFiles(layout.root, layout.configDir, diagnostics),
+  };
 }
 
 /**

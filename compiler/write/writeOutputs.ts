@@ -296,6 +296,12 @@ export interface OutputWrite {
    */
   digestOf(relative: string): string | undefined;
   /**
+   * Takes the file at `relative` as added and unchanged without reading or comparing it: the
+   * caller knows it holds what would be added (a splice of no changed record offers the manifest
+   * it read, whose sha256 is its compile state's, ADR 0022).
+   */
+  holds(relative: string): void;
+  /**
    * Whether the file at `relative` is a regular file whose bytes have the sha256 `digest` (the
    * incremental cache's hash of what its render gives, ADR 0017n). If so it is taken as added and
    * unchanged, as `add` of that text would take it; if not, nothing is recorded and the caller
@@ -527,6 +533,12 @@ export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputW
     },
     digestOf(relative) {
       return digests.get(relative);
+    },
+    holds(relative) {
+      if (ended) throw new Error("openWrite: holds after the write ended");
+      rendered.add(relative);
+      known.delete(relative);
+      unchanged.push(relative);
     },
     holdsDigest(relative, digest, stamp) {
       if (ended) throw new Error("openWrite: holdsDigest after the write ended");
