@@ -108,6 +108,32 @@ describe("utf8Chunks and fileHoldsText", () => {
       fs.rmSync(dir, { recursive: true, force: true });
     }
   });
+  it("compares a small text (a DAG module's, encoded whole into a kept buffer) byte for byte", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ca-utf8-"));
+    try {
+      const file = path.join(dir, "module.py");
+      // Up to the largest small text (65,536 units, three bytes each), a lone surrogate (written as U+FFFD) among them.
+      for (const small of ["x = 1\n", `# Umsätze €😀 \ud800\n${"y".repeat(3000)}`, "€".repeat(1 << 16)]) {
+        const exact = Buffer.from(small, "utf8");
+        fs.writeFileSync(file, exact);
+        expect(fileHoldsText(file, small)).toBe(true);
+        // After a longer file was read into the kept buffer, a shorter one still compares only its own bytes.
+        expect(fileHoldsText(file, `${small}!`)).toBe(false);
+        const changed = Buffer.from(exact);
+        changed[changed.length >> 1] ^= 1;
+        fs.writeFileSync(file, changed);
+        expect(fileHoldsText(file, small)).toBe(false);
+        fs.writeFileSync(file, Buffer.concat([exact, Buffer.from("\n")]));
+        expect(fileHoldsText(file, small)).toBe(false);
+        fs.writeFileSync(file, exact.subarray(0, exact.length - 1));
+        expect(fileHoldsText(file, small)).toBe(false);
+      }
+      // A folder where the file should be holds no text.
+      expect(fileHoldsText(dir, "x")).toBe(false);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
 
 describe("durations", () => {
