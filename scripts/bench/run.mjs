@@ -367,67 +367,56 @@ if (results.compile[1000] && results.compile[10000]) {
   out("   scaling time(10,000)/time(1,000): n/a (needs sizes 1000 and 10000)");
 }
 
-out("\n== no-op recompile (generated/ up to date; files written = files whose inode or mtime changed)");
+out("\n== commands on an up-to-date generated/ against a cold compile, in rounds: cold (empty generated/), no-op compile, compile --check, validate (issue 16)");
+out("   (the cold compiles of these rounds are the ratios' denominator: each round's four runs follow each other, so a machine that slows");
+out("   or speeds up over minutes changes all four; files written by a no-op = files whose inode or mtime changed)");
 results.noop = {};
+results.upToDate = {};
 let maxWritten = 0;
 for (const n of SIZES) {
   const root = path.join(work, `corpus-${n}`);
   const gen = path.join(root, "generated");
-  const times = [];
+  const timed = { cold: [], noop: [], check: [], validate: [] };
+  const summaries = {};
   let written = 0;
-  let summary = "";
   const changed = [];
+  const timedRun = (name, args, i) => {
+    const c = measureNode(BIN, [...args, "--root", root]);
+    if (c.exit !== 0) die(`${args.join(" ")} of ${n} (round ${i + 1}) exited ${c.exit}:\n${c.stderr.split("\n").slice(-20).join("\n")}`);
+    summaries[name] = c.stderr.trim().split("\n").pop();
+    timed[name].push(c);
+  };
   for (let i = 0; i < NOOP_RUNS(n); i++) {
+    setAside(gen);
+    timedRun("cold", ["compile", "--no-cache"], i);
     const before = snapshot(gen);
-    const c = measureNode(BIN, ["compile", "--no-cache", "--root", root]);
-    if (c.exit !== 0) die(`no-op recompile of ${n} exited ${c.exit}:\n${c.stderr.split("\n").slice(-20).join("\n")}`);
+    timedRun("noop", ["compile", "--no-cache"], i);
     const names = changedFiles(before, snapshot(gen));
     written = Math.max(written, names.length);
-    summary = c.stderr.trim().split("\n").pop();
-    if (names.length > 0) changed.push({ run: i + 1, files: names.slice(0, 10), summary });
-    times.push(c);
+    if (names.length > 0) changed.push({ run: i + 1, files: names.slice(0, 10), summary: summaries.noop });
+    timedRun("check", ["compile", "--check", "--no-cache"], i);
+    timedRun("validate", ["validate", "--no-cache"], i);
   }
   maxWritten = Math.max(maxWritten, written);
-  const r = { runs: times.length, wallMs: round(median(times.map((t) => t.wallMs)), 1), cpuS: round(median(times.map((t) => t.cpuS)), 2), sysS: round(median(times.map((t) => t.sysS)), 2), peakRssMiB: round(median(times.map((t) => t.rssKb)) / 1024, 0), filesWritten: written, changed, summary };
-  results.noop[n] = r;
-  out(`   ${String(n).padStart(6)}  ${sec(r.wallMs).padStart(9)} (cold ${sec(results.compile[n].compileWallMs)})  files written: ${written}   ${summary}`);
-  for (const c of changed) out(`          run ${c.run} changed: ${c.files.join(", ")} (compiler said: ${c.summary})`);
+  const of = (name) => ({ runs: timed[name].length, wallMs: round(median(timed[name].map((t) => t.wallMs)), 1), cpuS: round(median(timed[name].map((t) => t.cpuS)), 2), sysS: round(median(timed[name].map((t) => t.sysS)), 2), peakRssMiB: round(median(timed[name].map((t) => t.rssKb)) / 1024, 0), summary: summaries[name] });
+  results.noop[n] = { ...of("noop"), filesWritten: written, changed };
+  const cold = of("cold");
+  const r = { cold, check: of("check"), validate: of("validate") };
+  for (const [key, name] of [["noopVsCold", "noop"], ["checkVsCold", "check"], ["validateVsCold", "validate"]]) {
+    const runs = name === "noop" ? results.noop[n] : r[name];
+    r[key] = round(runs.wallMs / cold.wallMs);
+    (r.cpu ??= {})[key] = round(runs.cpuS / cold.cpuS);
+  }
+  results.upToDate[n] = r;
+  out(
+    `   ${String(n).padStart(6)}  cold ${sec(cold.wallMs).padStart(8)}   no-op ${sec(results.noop[n].wallMs).padStart(8)} (${x(r.noopVsCold)}, cpu ${x(r.cpu.noopVsCold)})   ` +
+      `--check ${sec(r.check.wallMs).padStart(8)} (${x(r.checkVsCold)}, cpu ${x(r.cpu.checkVsCold)})   validate ${sec(r.validate.wallMs).padStart(8)} (${x(r.validateVsCold)}, cpu ${x(r.cpu.validateVsCold)})   rounds ${NOOP_RUNS(n)}`,
+  );
+  out(`          no-op: ${summaries.noop}; files written: ${written}`);
+  for (const c of changed) out(`          round ${c.run}: the no-op changed ${c.files.join(", ")} (compiler said: ${c.summary})`);
 }
 results.targets.noopWrites = { ...TARGETS.noopWrites, value: maxWritten, pass: maxWritten === 0 };
 out(`   files written by a no-op recompile: ${maxWritten}   target 0   ${verdict(maxWritten === 0)}`);
-
-out("\n== compile --check and validate (generated/ up to date, as after the no-op recompile), each against the cold compile (issue 16)");
-results.upToDate = {};
-for (const n of SIZES) {
-  const root = path.join(work, `corpus-${n}`);
-  const timed = {};
-  for (const [name, args] of [["check", ["compile", "--check", "--no-cache"]], ["validate", ["validate", "--no-cache"]]]) {
-    const times = [];
-    let summary = "";
-    for (let i = 0; i < NOOP_RUNS(n); i++) {
-      const c = measureNode(BIN, [...args, "--root", root]);
-      if (c.exit !== 0) die(`${args.join(" ")} of ${n} exited ${c.exit}:\n${c.stderr.split("\n").slice(-20).join("\n")}`);
-      summary = c.stderr.trim().split("\n").pop();
-      times.push(c);
-    }
-    timed[name] = { runs: times.length, wallMs: round(median(times.map((t) => t.wallMs)), 1), cpuS: round(median(times.map((t) => t.cpuS)), 2), peakRssMiB: round(median(times.map((t) => t.rssKb)) / 1024, 0), summary };
-  }
-  const cold = results.compile[n].compileWallMs;
-  // CPU time too: under other load a wall ratio can flatter (or hide) a difference.
-  const coldCpu = results.compile[n].compileCpuS;
-  const r = {
-    ...timed,
-    noopVsCold: round(results.noop[n].wallMs / cold),
-    checkVsCold: round(timed.check.wallMs / cold),
-    validateVsCold: round(timed.validate.wallMs / cold),
-    cpu: { noopVsCold: round(results.noop[n].cpuS / coldCpu), checkVsCold: round(timed.check.cpuS / coldCpu), validateVsCold: round(timed.validate.cpuS / coldCpu) },
-  };
-  results.upToDate[n] = r;
-  out(
-    `   ${String(n).padStart(6)}  cold ${sec(cold).padStart(8)}   no-op ${sec(results.noop[n].wallMs).padStart(8)} (${x(r.noopVsCold)}, cpu ${x(r.cpu.noopVsCold)})   ` +
-      `--check ${sec(r.check.wallMs).padStart(8)} (${x(r.checkVsCold)}, cpu ${x(r.cpu.checkVsCold)})   validate ${sec(r.validate.wallMs).padStart(8)} (${x(r.validateVsCold)}, cpu ${x(r.cpu.validateVsCold)})`,
-  );
-}
 for (const [key, name] of [["noopVsCold", "no-op compile"], ["checkVsCold", "compile --check"], ["validateVsCold", "validate"]]) {
   const value = results.upToDate[big][key];
   const ok = big >= 10000 ? value <= TARGETS[key].max : undefined;
