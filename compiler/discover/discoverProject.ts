@@ -182,10 +182,13 @@ const SMALL_TEXT_CHARS = 1 << 16;
  * Whether the file holds exactly the UTF-8 bytes of `text`: false when it is missing, is not a
  * file or has a size no encoding of `text` can have (one to three bytes a UTF-16 unit; the exact
  * length is not computed first, which would scan the whole text once more), and then it is not
- * read. Read and compared chunk by chunk (`utf8Chunks`), stopping at the first chunk that differs
- * or would run past the file's end, each chunk's bytes read into one buffer kept for the process,
- * so a file of hundreds of MB is compared holding a few MB (the write stage's comparison, and the
- * previous manifest's when it may be the new one).
+ * read. A text of up to 65,536 UTF-16 units (a DAG module) is encoded whole into a buffer kept
+ * for the process and compared with the file's bytes only when their lengths are equal, so
+ * comparing thousands makes no garbage (a no-op compile, `compile --check`). A larger one is read
+ * and compared chunk by chunk (`utf8Chunks`), stopping at the first chunk that differs or would
+ * run past the file's end, each chunk's bytes read into one buffer kept for the process, so a file
+ * of hundreds of MB is compared holding a few MB (the previous manifest, when it may be the new
+ * one).
  */
 export function fileHoldsText(absolute: string, text: string): boolean {
   let fd: number | undefined;
@@ -194,8 +197,6 @@ export function fileHoldsText(absolute: string, text: string): boolean {
     if (!stat?.isFile() || stat.size < text.length || stat.size > text.length * 3) return false;
     fd = fs.openSync(absolute, "r");
     if (text.length <= SMALL_TEXT_CHARS) {
-      // A DAG module: encoded into and read into buffers kept for the process, so comparing
-      // thousands of them makes no garbage (a no-op compile's main thread, ADR 0020).
       textBuffer ??= Buffer.allocUnsafe(SMALL_TEXT_CHARS * 3);
       const length = textBuffer.write(text, 0, "utf8");
       if (length !== stat.size) return false;
