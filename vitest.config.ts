@@ -4,6 +4,9 @@ export default defineConfig({
   test: {
     include: ["test/unit/**/*.test.ts", "test/golden/**/*.test.ts", "test/property/**/*.test.ts"],
     testTimeout: 60_000,
+    // Hooks remove the large temporary projects some tests make (thousands of files): on a loaded
+    // 2-core machine that took longer than vitest's 10 s default.
+    hookTimeout: 120_000,
     pool: "forks",
   },
 });
