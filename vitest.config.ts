@@ -8,5 +8,7 @@ export default defineConfig({
     // 2-core machine that took longer than vitest's 10 s default.
     hookTimeout: 120_000,
     pool: "forks",
+    // Every temporary folder of a run in one, removed at its end (test/globalSetup.ts).
+    globalSetup: ["test/globalSetup.ts"],
   },
 });

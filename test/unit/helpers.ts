@@ -3,7 +3,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import { afterEach } from "vitest";
+import { afterAll, afterEach } from "vitest";
 import type { Manifest } from "../../compiler/manifest/buildManifest.js";
 import { defaultLayout } from "../../compiler/discover/discoverProject.js";
 import { compileProject, type CompileResult } from "../../compiler/pipeline.js";
@@ -58,9 +58,16 @@ export function copyBundledProject(): string {
 /**
  * A maker of temporary copies of one synthetic corpus (`scripts/bench/corpus.mjs`, `contracts`
  * contracts of `seed`), generated once, on the first copy, into a folder named after `prefix`.
+ * The corpus and every copy are removed after the file's (or the describe block's) last test: call
+ * it at a file's top level or in a `describe` (it registers an `afterAll`).
  */
 export function corpusCopies(prefix: string, contracts: number, seed: number): () => string {
   let made: string | undefined;
+  const copies: string[] = [];
+  afterAll(() => {
+    for (const dir of [...copies.splice(0), ...(made ? [made] : [])]) fs.rmSync(dir, { recursive: true, force: true });
+    made = undefined;
+  });
   return () => {
     made ??= (() => {
       const root = fs.mkdtempSync(path.join(os.tmpdir(), `${prefix}-corpus-`));
@@ -68,6 +75,7 @@ export function corpusCopies(prefix: string, contracts: number, seed: number): (
       return root;
     })();
     const root = fs.mkdtempSync(path.join(os.tmpdir(), `${prefix}-`));
+    copies.push(root);
     fs.cpSync(made, root, { recursive: true });
     return root;
   };

@@ -142,8 +142,9 @@ function edit(root: string, file: string, next: () => number, round: number): vo
 }
 
 describe("Asset records keyed by their file in a compile", () => {
+  const copy = corpusCopies("ca-origin", 40, 20261204);
   it("writes the bytes of a compile without the cache after random edits of contracts, their upstreams and consumers", () => {
-    const root = corpusCopies("ca-origin", 40, 20261204)();
+    const root = copy();
     const first = compileRoot(root, { cache: true });
     expect(first.diagnostics.filter((d) => d.severity === "error")).toEqual([]);
     const next = random(11);
