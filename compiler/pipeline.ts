@@ -9,7 +9,7 @@ import { compileStateWriter, decodeCompileState, describeCompile, encodeCompileS
 import { buildGraph, type AssetGraph } from "./graph/buildGraph.js";
 import { linkProject, type LinkedProject } from "./link/linkProject.js";
 import { buildManifest, type Manifest } from "./manifest/buildManifest.js";
-import { encodeRecordIndex, MANIFEST_CACHE_FOLDER, openRecordCache, readCompleteIndex, RECORD_INDEX_KEY, RECORD_INDEX_PATH, spliceRecords, type IndexPayload, type RecordKeys, type RecordReplacement } from "./manifest/recordCache.js";
+import { encodeRecordIndex, MANIFEST_CACHE_FOLDER, openRecordCache, readCompleteIndex, RECORD_INDEX_KEY, RECORD_INDEX_PATH, recordPlace, spliceRecords, type IndexPayload, type RecordKeys, type RecordReplacement } from "./manifest/recordCache.js";
 import type { DagPlan, ManifestAsset } from "./model/manifest.js";
 import { MANIFEST_VERSION } from "./model/manifest.js";
 import { isOdcsDocument } from "./model/odcs.js";
@@ -811,9 +811,9 @@ function compileNeighbourhood(layout: ProjectLayout, base: SpliceBase): SpliceEd
   if (!placed) return undefined;
   const { replaced, byFile } = placed;
   // Every change of K's records is safe and metadata-only, as the diff of the whole would say.
-  const previousText = Buffer.from(base.previous.bytes.buffer, base.previous.bytes.byteOffset, base.previous.bytes.byteLength);
-  const recordAt = (array: number, i: number): number => (array === 0 ? i : index.counts[0]! + i);
-  const before = replaced.map((r) => JSON.parse(previousText.toString("latin1", index.spans[2 * recordAt(r.array, r.index)]!, index.spans[2 * recordAt(r.array, r.index) + 1]!)) as unknown);
+  const places = replaced.map((r) => recordPlace(index, r.array, r.index));
+  if (places.some((p) => p < 0)) return undefined;
+  const before = places.map((p) => JSON.parse(base.previous.bytes.toString("latin1", index.spans[2 * p]!, index.spans[2 * p + 1]!)) as unknown);
   const after = replaced.map((r) => JSON.parse(Buffer.from(r.text).toString("latin1")) as unknown);
   const consumerDags = [...consumers].flatMap((i) => (byFile.get(state.paths[i]!)?.dags ?? []).map((x) => manifest.dags[x]!));
   const side = (values: unknown[]): Manifest => ({
@@ -851,7 +851,8 @@ function placeNeighbourhoodRecords(
   subset: NonNullable<CompileResult["subset"]>,
 ): { replaced: RecordReplacement[]; byFile: ReturnType<typeof recordsByFile>; dagsRendered: number[] } | undefined {
   const { state, changed: K, index } = base;
-  const recordAt = (array: number, i: number): number => (array === 0 ? i : index.counts[0]! + i);
+  // Whether `key` is the whole manifest's key of record `i` of `array` (never when either has none).
+  const holdsKey = (key: string | undefined, array: number, i: number): boolean => key !== undefined && key === index.keys[recordPlace(index, array, i)];
   const texts = Buffer.from(subset.text, "latin1");
   const byFile = recordsByFile(manifest);
   const empty = { assets: [], dags: [] };
@@ -876,7 +877,7 @@ function placeNeighbourhoodRecords(
       }
     } else if (consumers.has(i)) {
       // A file reading K's Assets: its records are the ones the whole manifest holds.
-      if (mine.dags.some((x, j) => subset.keys.dags[x] !== index.keys[recordAt(1, dags[j]!)]) || mine.assets.some((x, j) => subset.keys.assets[x] !== index.keys[recordAt(0, assets[j]!)])) return undefined;
+      if (mine.dags.some((x, j) => !holdsKey(subset.keys.dags[x], 1, dags[j]!)) || mine.assets.some((x, j) => !holdsKey(subset.keys.assets[x], 0, assets[j]!))) return undefined;
     }
   }
   // What the modules of K and C read of the other files' Assets is what the whole manifest holds.
@@ -888,7 +889,7 @@ function placeNeighbourhoodRecords(
       const x = at.get(name);
       if (x === undefined || assetsOfK.has(x)) continue;
       const full = fullAsset.get(x);
-      if (full === undefined || subset.keys.assets[x] !== index.keys[recordAt(0, full)]) return undefined;
+      if (full === undefined || !holdsKey(subset.keys.assets[x], 0, full)) return undefined;
     }
   }
   return { replaced, byFile, dagsRendered };

@@ -195,21 +195,17 @@ export function fileHoldsText(absolute: string, text: string): boolean {
   try {
     const stat = fs.statSync(absolute, { throwIfNoEntry: false });
     if (!stat?.isFile() || stat.size < text.length || stat.size > text.length * 3) return false;
-    fd = fs.openSync(absolute, "r");
+    // A small text is one chunk, encoded into a buffer kept for the process: no garbage per
+    // file compared, and a file of another size is not opened.
+    let whole: Buffer | undefined;
     if (text.length <= SMALL_TEXT_CHARS) {
       textBuffer ??= Buffer.allocUnsafe(SMALL_TEXT_CHARS * 3);
-      const length = textBuffer.write(text, 0, "utf8");
-      if (length !== stat.size) return false;
-      if (!readBuffer || readBuffer.length < length) readBuffer = Buffer.allocUnsafe(Math.max(length, 1 << 16));
-      for (let done = 0; done < length; ) {
-        const got = fs.readSync(fd, readBuffer, done, length - done, done);
-        if (got === 0) return false;
-        done += got;
-      }
-      return readBuffer.compare(textBuffer, 0, length, 0, length) === 0;
+      whole = textBuffer.subarray(0, textBuffer.write(text, 0, "utf8"));
+      if (whole.length !== stat.size) return false;
     }
+    fd = fs.openSync(absolute, "r");
     let position = 0;
-    for (const chunk of utf8Chunks(text)) {
+    for (const chunk of whole ? [whole] : utf8Chunks(text)) {
       if (position + chunk.length > stat.size) return false;
       if (!readBuffer || readBuffer.length < chunk.length) readBuffer = Buffer.allocUnsafe(Math.max(chunk.length, 1 << 16));
       const read = readBuffer.subarray(0, chunk.length);

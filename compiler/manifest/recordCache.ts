@@ -382,6 +382,15 @@ export interface RecordReplacement {
 }
 
 /**
+ * The place of record `i` of array `array` (of {@link KEYED_ARRAYS}) in an index's `keys` (its
+ * span is `spans[2 * place]` to `spans[2 * place + 1]`), or -1 when the index holds no such record.
+ */
+export function recordPlace(index: Pick<IndexPayload, "counts">, array: number, i: number): number {
+  if (array < 0 || array >= KEYED_ARRAYS.length || i < 0 || i >= index.counts[array]!) return -1;
+  return KEYED_ARRAYS.slice(0, array).reduce((at, _, k) => at + index.counts[k]!, 0) + i;
+}
+
+/**
  * The manifest `bytes` (the text `index` describes, {@link readCompleteIndex}) as the pieces of the
  * new text, in order (the previous bytes' around the replaced records: no copy of them), with the
  * records `replaced` in place of the previous ones at the same array and index (ADR 0022), and the index
@@ -390,10 +399,7 @@ export interface RecordReplacement {
  * (`{` … `}`). The new index's `digest` is the caller's to set once the file is written.
  */
 export function spliceRecords(index: IndexPayload, bytes: Uint8Array, replaced: readonly RecordReplacement[]): { pieces: Uint8Array[]; index: IndexPayload } | undefined {
-  const positions = replaced.map((r) => {
-    const first = KEYED_ARRAYS.slice(0, r.array).reduce((at, _, k) => at + index.counts[k]!, 0);
-    return r.array < KEYED_ARRAYS.length && r.index < index.counts[r.array]! ? first + r.index : -1;
-  });
+  const positions = replaced.map((r) => recordPlace(index, r.array, r.index));
   if (positions.some((p) => p < 0 || bytes[index.spans[2 * p]!] !== 0x7b || bytes[index.spans[2 * p + 1]! - 1] !== 0x7d)) return undefined;
   const order = replaced.map((_, i) => i).sort((a, b) => positions[a]! - positions[b]!);
   const keys = [...index.keys];

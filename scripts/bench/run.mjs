@@ -428,11 +428,10 @@ for (const n of SIZES) {
   const of = (name) => ({ runs: timed[name].length, wallMs: round(median(timed[name].map((t) => t.wallMs)), 1), cpuS: round(median(timed[name].map((t) => t.cpuS)), 2), sysS: round(median(timed[name].map((t) => t.sysS)), 2), peakRssMiB: round(median(timed[name].map((t) => t.rssKb)) / 1024, 0), summary: summaries[name] });
   results.noop[n] = { ...of("noop"), filesWritten: written, changed };
   const cold = of("cold");
-  const r = { cold, check: of("check"), validate: of("validate") };
-  for (const [key, name] of [["noopVsCold", "noop"], ["checkVsCold", "check"], ["validateVsCold", "validate"]]) {
-    const runs = name === "noop" ? results.noop[n] : r[name];
+  const r = { cold, check: of("check"), validate: of("validate"), cpu: {} };
+  for (const [key, runs] of [["noopVsCold", results.noop[n]], ["checkVsCold", r.check], ["validateVsCold", r.validate]]) {
     r[key] = round(runs.wallMs / cold.wallMs);
-    (r.cpu ??= {})[key] = round(runs.cpuS / cold.cpuS);
+    r.cpu[key] = round(runs.cpuS / cold.cpuS);
   }
   results.upToDate[n] = r;
   out(

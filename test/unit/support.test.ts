@@ -112,12 +112,12 @@ describe("utf8Chunks and fileHoldsText", () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ca-utf8-"));
     try {
       const file = path.join(dir, "module.py");
-      // Up to the largest small text (65,536 units, three bytes each), a lone surrogate (written as U+FFFD) among them.
-      for (const small of ["x = 1\n", `# Umsätze €😀 \ud800\n${"y".repeat(3000)}`, "€".repeat(1 << 16)]) {
+      // Up to the largest small text (65,536 units, three bytes each), a lone surrogate (written as
+      // U+FFFD) among them; the first again last, compared after the largest filled the kept buffers.
+      for (const small of ["x = 1\n", `# Umsätze €😀 \ud800\n${"y".repeat(3000)}`, "€".repeat(1 << 16), "x = 1\n"]) {
         const exact = Buffer.from(small, "utf8");
         fs.writeFileSync(file, exact);
         expect(fileHoldsText(file, small)).toBe(true);
-        // After a longer file was read into the kept buffer, a shorter one still compares only its own bytes.
         expect(fileHoldsText(file, `${small}!`)).toBe(false);
         const changed = Buffer.from(exact);
         changed[changed.length >> 1] ^= 1;
