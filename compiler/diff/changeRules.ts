@@ -396,7 +396,6 @@ const versionChanged = (v: ContractVersions): boolean => v.beforeText !== v.afte
 const breakingOf = (v: ContractVersions): Change[] => v.changes.filter((x) => x.category === "breaking" && x.rule !== "ASSET_PROBABLY_RENAMED");
 const additiveOf = (v: ContractVersions): Change[] => v.changes.filter((x) => CHANGE_RULES.find((r) => r.id === x.rule)?.additive === true && x.category !== "breaking");
 
-/** Every change rule, in report order within an asset. Add a rule here, with a golden case. */
 /** The declared external assets of the current state, by name: the assets EXTERNAL_ASSET_UNREAD asks the readers of. */
 const declaredExternals = perDiff((c): ReadonlySet<string> => new Set([...c.after.values()].filter((a) => isDeclaredExternal(c.current, a)).map((a) => a.name)));
 
@@ -441,6 +440,269 @@ function isDeclaredExternal(manifest: Manifest, asset: ManifestAsset): boolean {
   return asset.external && !indexOf(declaringContracts, manifest, (m) => new Set(m.assets.filter((a) => !a.external).map((a) => a.contract))).has(asset.contract);
 }
 
+/**
+ * One field that differs between two records: its path (object keys, and for a list matched by key
+ * the element's key; a path that ends at such a list says its order changed) and both values
+ * (`null` where absent).
+ */
+interface FieldDifference {
+  path: string[];
+  before: unknown;
+  after: unknown;
+}
+
+// Lists whose elements are matched by a key, not by position, by the list's path: an element added
+// or removed is one difference, a reorder of the elements in both is one more (at the list's path).
+const KEYED_LISTS: Readonly<Record<string, string>> = {
+  "schema.properties": "name",
+  "runtime.datasets": "asset",
+  "runtime.upstreams": "asset",
+  "runtime.producer.models": "name",
+};
+
+const isRecord = (x: unknown): x is Record<string, unknown> => typeof x === "object" && x !== null && !Array.isArray(x);
+const ownValue = (o: Record<string, unknown>, k: string): unknown => (Object.hasOwn(o, k) ? o[k] : undefined);
+
+/** A list's elements by the string value of `key`, when every element has a distinct one; else undefined. */
+function keyedList(list: readonly unknown[], key: string): Map<string, unknown> | undefined {
+  const out = new Map<string, unknown>();
+  for (const x of list) {
+    const k = isRecord(x) ? x[key] : undefined;
+    if (typeof k !== "string" || out.has(k)) return undefined;
+    out.set(k, x);
+  }
+  return out;
+}
+
+/**
+ * Every field that differs between two JSON values, as leaves: objects are walked key by key (own
+ * keys, sorted), lists of {@link KEYED_LISTS} element by element, anything else (a scalar, another
+ * list, a value present on one side only) is one difference. Equal values give none (canonical JSON,
+ * so the order of an object's keys never counts).
+ */
+function fieldDifferences(before: unknown, after: unknown, path: string[] = [], out: FieldDifference[] = []): FieldDifference[] {
+  if (same(before, after)) return out;
+  if (isRecord(before) && isRecord(after)) {
+    // Sort for determinism.
+    for (const k of [...new Set([...Object.keys(before), ...Object.keys(after)])].sort(compareStrings)) fieldDifferences(ownValue(before, k), ownValue(after, k), [...path, k], out);
+    return out;
+  }
+  const key = KEYED_LISTS[path.join(".")];
+  const b = key && Array.isArray(before) ? keyedList(before, key) : undefined;
+  const a = key && Array.isArray(after) ? keyedList(after, key) : undefined;
+  if (b && a) {
+    for (const k of [...new Set([...b.keys(), ...a.keys()])].sort(compareStrings)) fieldDifferences(b.get(k), a.get(k), [...path, k], out);
+    const order = (x: Map<string, unknown>, y: Map<string, unknown>): string[] => [...x.keys()].filter((k) => y.has(k));
+    if (!same(order(b, a), order(a, b))) out.push({ path, before: order(b, a), after: order(a, b) });
+    return out;
+  }
+  out.push({ path, before: before ?? null, after: after ?? null });
+  return out;
+}
+
+/** A difference's path as the report's `field`: its parts joined by dots (`default_args.retries`). */
+const fieldName = (d: FieldDifference): string => d.path.join(".");
+
+/** A difference in words: set, no longer set or changed, with the values when they are short scalars. */
+function differenceWords(d: FieldDifference): string {
+  const short = (x: unknown): boolean => x === null || ((typeof x !== "object") && q(x).length <= 80);
+  const names = (x: unknown): x is string[] => Array.isArray(x) && x.every((k) => typeof k === "string");
+  // A keyed list's own path is its order (its elements are differences of their own).
+  if (KEYED_LISTS[fieldName(d)] !== undefined && names(d.before) && names(d.after)) return `changed order (${d.before.map((x) => q(x)).join(", ")} before)`;
+  if (d.before === null && short(d.after)) return `is set to ${q(d.after)}`;
+  if (d.after === null && short(d.before)) return `is no longer set (was ${q(d.before)})`;
+  if (short(d.before) && short(d.after)) return `changed from ${q(d.before)} to ${q(d.after)}`;
+  return d.before === null ? "is set" : d.after === null ? "is no longer set" : "changed";
+}
+
+/**
+ * What of a DAG record no other rule compares, for {@link DAG_FIELD_RULES}: the record without the
+ * fields that mirror the asset record or have a rule of their own. Left out, each with its rule:
+ * `dag_id` (the asset's `producer`, ASSET_FIELD_CHANGED), `contract` (the asset's, same rule),
+ * `contract_sha256` and `contract_git_blob` (CONTRACT_TEXT_CHANGED), `contract_version` (the
+ * VERSION_* rules), `status` (ASSET_RETIRED, ASSET_STATUS_CHANGED), `owner` and
+ * `default_args.owner` (the asset's `extra.owner`, OWNER_CHANGED), `schedule` (SCHEDULE_CHANGED),
+ * `inlets`, `outlets` and `tasks` (made of the upstreams' names, UPSTREAMS_CHANGED, the source's
+ * name, kept here, and the datasets' Assets in their order, kept here: `planDags`),
+ * `runtime.domain` (the asset's `group`, ASSET_GROUP_CHANGED), each dataset's `name` and `layer`
+ * (the asset's name and `extra.layer`, EXTRA_CHANGED) and `runtime.freshness`'s `max_age` and
+ * `degrade_after` (the asset's `extra.freshness`, FRESHNESS_CHANGED).
+ */
+function dagView(dag: DagPlan): Record<string, unknown> {
+  const { dag_id: _id, contract: _c, contract_sha256: _s, contract_git_blob: _g, contract_version: _v, status: _st, owner: _o, schedule: _sc, inlets: _i, outlets: _out, tasks: _t, default_args, runtime, ...rest } = dag;
+  const { owner: _do, ...args } = default_args;
+  const { domain: _d, datasets, freshness, ...run } = runtime as DagPlan["runtime"] & Record<string, unknown>;
+  const { max_age: _m, degrade_after: _da, ...ownFreshness } = freshness ?? { max_age: "" };
+  return {
+    ...rest,
+    default_args: args,
+    runtime: {
+      ...run,
+      datasets: datasets.map(({ name: _n, layer: _l, ...d }) => d),
+      ...(Object.keys(ownFreshness).length ? { freshness: ownFreshness } : {}),
+    },
+  };
+}
+
+// A DAG's fields that no run reads: Airflow shows the description (as doc_md too) and the tags, the
+// processing purpose goes into a lineage facet, the source's description is documentation.
+const DAG_METADATA_FIELDS: readonly string[] = ["description", "tags", "runtime.processing", "runtime.source.description"];
+const isDagMetadata = (d: FieldDifference): boolean => DAG_METADATA_FIELDS.some((f) => fieldName(d) === f || fieldName(d).startsWith(`${f}.`));
+
+/**
+ * The differences of each asset's producing DAG (by the records' `producer`, both present) in
+ * {@link dagView}, as (pair, difference): a dataset's own entry (`runtime.datasets.<asset>...`) only
+ * for that dataset's asset; an upstream or dataset added or removed is UPSTREAMS_CHANGED's or the
+ * asset rules', not listed.
+ */
+const dagDifferences = perDiff((c): ReadonlyArray<{ asset: ManifestAsset; dag: string; difference: FieldDifference }> =>
+  producerChangedPairs(c).flatMap(([b, a]) => {
+    const before = b.producer ? c.dagsBefore.get(b.producer) : undefined;
+    const after = a.producer ? c.dagsAfter.get(a.producer) : undefined;
+    if (!before || !after || before === after) return [];
+    return fieldDifferences(dagView(before), dagView(after))
+      .filter((d) => {
+        const [top, list, key] = d.path;
+        if (top !== "runtime" || (list !== "datasets" && list !== "upstreams") || key === undefined) return true;
+        // An element's presence has its own rules; a dataset's fields are its own asset's.
+        return d.path.length > 3 && (list === "upstreams" || key === a.name);
+      })
+      .map((difference) => ({ asset: a, dag: a.producer!, difference }));
+  }),
+);
+
+/**
+ * What of an asset record no other rule compares, as differences: whether it is `external`, its
+ * `producer` (when its status, which decides it, stayed), its declaring file (`contract`),
+ * `renamed_from`, `sample_data`, a schema present on one side only, each property's `primaryKey`
+ * and `unique` (they make the audit's implicit rules) and the order of the properties (the table's
+ * column order), the order of its quality rules, the contract's version of a former draft (the
+ * VERSION_* rules skip drafts) and, for an asset no DAG produces in either state (a draft's), the
+ * upstreams its edges name. Everything else has a rule (see {@link dagView} for the DAG's side).
+ */
+function assetDifferencesOf(c: DiffContext, b: ManifestAsset, a: ManifestAsset): FieldDifference[] {
+  const view = (x: ManifestAsset, other: ManifestAsset): Record<string, unknown> => ({
+    external: x.external,
+    ...(x.status === other.status ? { producer: x.producer } : {}),
+    contract: x.contract,
+    renamed_from: x.renamed_from,
+    sample_data: x.sample_data ?? null,
+    schema: x.schema && (b.schema === null) === (a.schema === null) ? { properties: x.schema.properties.map((p) => ({ name: p.name, primaryKey: p.primaryKey ?? false, unique: p.unique ?? false })) } : x.schema,
+    quality: x.quality.map((r) => r.name).filter((n) => (x === b ? a : b).quality.some((r) => r.name === n)),
+    ...(b.status === "draft" ? { extra: { contract_version: x.extra.contract_version ?? null } } : {}),
+    ...(!b.producer && !a.producer ? { upstreams: edgeSources(c, x === b ? "previous" : "current", x.name) } : {}),
+  });
+  return fieldDifferences(view(b, a), view(a, b)).filter((d) => !(d.path[0] === "schema" && d.path[1] === "properties" && d.path.length === 3));
+}
+
+/** {@link assetDifferencesOf} of each of {@link changedPairs}, with the pair's current record; once per diff (two rules read it). */
+const assetDifferences = perDiff((c): ReadonlyArray<{ asset: ManifestAsset; difference: FieldDifference }> =>
+  changedPairs(c).flatMap(([b, a]) => assetDifferencesOf(c, b, a).map((difference) => ({ asset: a, difference }))),
+);
+
+// Of {@link assetDifferencesOf}, the fields no run reads: the declaring file (the module's header),
+// renamed_from (read by the diff), the order of the quality rules (the audit's order of checks),
+// and a draft's version and upstreams (a draft has no DAG).
+const ASSET_METADATA_FIELDS: readonly string[] = ["contract", "renamed_from", "quality", "extra", "upstreams"];
+
+/** Per state, the assets each asset's edges come from (`edges[].from` by `to`), sorted. */
+const edgeIndex = (state: "previous" | "current"): ((c: DiffContext) => ReadonlyMap<string, string[]>) =>
+  perDiff((c) => {
+    const out = new Map<string, string[]>();
+    for (const e of c[state].edges) out.set(e.to, [...(out.get(e.to) ?? []), e.from]);
+    // Sort for determinism.
+    for (const list of out.values()) list.sort(compareStrings);
+    return out;
+  });
+const edgesBefore = edgeIndex("previous");
+const edgesAfter = edgeIndex("current");
+const edgeSources = (c: DiffContext, state: "previous" | "current", asset: string): string[] => [...new Set((state === "current" ? edgesAfter : edgesBefore)(c).get(asset) ?? [])];
+
+/**
+ * Each contract file whose records (its assets' and its DAGs', by `contract`, with the edges into
+ * its assets) differ in nothing but their text's hashes (`contract_sha256`, `contract_git_blob`): a
+ * comment, the layout, or a field the manifest does not carry (a dataset's description, which only
+ * the ODCS export holds). With the first of its assets by name, and both hashes. A file whose
+ * records changed otherwise is left to the rules that name what changed.
+ */
+function textOnlyChanges(c: DiffContext): Array<{ asset: string; before: string | null; after: string | null }> {
+  const files = new Set<string>();
+  for (const [b, a] of producerChangedPairs(c)) if (b.contract === a.contract && b.contract_sha256 !== a.contract_sha256) files.add(a.contract);
+  if (files.size === 0) return [];
+  const { before, after } = recordsByFile(c);
+  const withoutHashes = (records: FileRecords | undefined, edges: ReadonlyMap<string, string[]>): unknown => ({
+    assets: (records?.assets ?? []).map(({ contract_sha256: _s, ...x }) => ({ ...x, edges: edges.get(x.name) ?? [] })),
+    dags: (records?.dags ?? []).map(({ contract_sha256: _s, contract_git_blob: _g, ...d }) => d),
+  });
+  const out: Array<{ asset: string; before: string | null; after: string | null }> = [];
+  // Sort for determinism.
+  for (const file of [...files].sort(compareStrings)) {
+    if (!same(withoutHashes(before.get(file), edgesBefore(c)), withoutHashes(after.get(file), edgesAfter(c)))) continue;
+    const first = after.get(file)!.assets[0]!.name;
+    out.push({ asset: first, before: c.before.get(first)!.contract_sha256, after: c.after.get(first)!.contract_sha256 });
+  }
+  return out;
+}
+
+/** A contract file's records in one state: its assets by name, its DAGs by dag_id. */
+interface FileRecords {
+  assets: ManifestAsset[];
+  dags: DagPlan[];
+}
+
+/** Per state, each declaring file's records (by `contract`), each list sorted. */
+const recordsByFile = perDiff((c) => {
+  const index = (assets: ReadonlyMap<string, ManifestAsset>, dags: ReadonlyMap<string, DagPlan>): Map<string, FileRecords> => {
+    const out = new Map<string, FileRecords>();
+    const of = (file: string): FileRecords => {
+      let r = out.get(file);
+      if (!r) out.set(file, (r = { assets: [], dags: [] }));
+      return r;
+    };
+    for (const a of assets.values()) of(a.contract).assets.push(a);
+    for (const d of dags.values()) of(d.contract).dags.push(d);
+    // Sort for determinism: both states' records are compared in name order.
+    for (const r of out.values()) {
+      r.assets.sort((x, y) => compareStrings(x.name, y.name));
+      r.dags.sort((x, y) => compareStrings(x.dag_id, y.dag_id));
+    }
+    return out;
+  };
+  return { before: index(c.before, c.dagsBefore), after: index(c.after, c.dagsAfter) };
+});
+
+/**
+ * The project's settings that reach the manifest outside its assets and DAGs, as differences with
+ * the assets each concerns: the lineage namespace (every asset's lineage identity: each asset in
+ * both states), the freshness monitor's `dag_id`, schedule, notifier and warehouse connection (each
+ * asset it watches in the current state, when both states have a monitor: one appears or goes with
+ * the freshness policies, which FRESHNESS_CHANGED reports) and each watched asset's `published_by`
+ * (an external asset's, not in its record; reported when its freshness and status stayed).
+ */
+function projectDifferences(c: DiffContext): Array<{ asset: string; difference: FieldDifference }> {
+  const out: Array<{ asset: string; difference: FieldDifference }> = [];
+  if (!same(c.previous.lineage, c.current.lineage)) {
+    for (const d of fieldDifferences(c.previous.lineage, c.current.lineage, ["lineage"])) for (const [, a] of kept(c)) out.push({ asset: a.name, difference: d });
+  }
+  const before = c.previous.freshness_monitor;
+  const after = c.current.freshness_monitor;
+  if (before && after) {
+    const settings = (m: NonNullable<Manifest["freshness_monitor"]>): unknown => ({ dag_id: m.dag_id, schedule: m.schedule, notifier: m.notifier, warehouse_conn_id: m.warehouse_conn_id });
+    for (const d of fieldDifferences(settings(before), settings(after), ["freshness_monitor"])) for (const w of after.assets) if (c.before.has(w.name)) out.push({ asset: w.name, difference: d });
+  }
+  const publisher = (m: Manifest["freshness_monitor"], name: string): string | null => m?.assets.find((w) => w.name === name)?.published_by ?? null;
+  const watched = [...new Set([...(before?.assets ?? []), ...(after?.assets ?? [])].map((w) => w.name))].sort(compareStrings);
+  for (const name of watched) {
+    const b = c.before.get(name);
+    const a = c.after.get(name);
+    if (!b || !a || b.status !== a.status || !same(b.extra.freshness, a.extra.freshness)) continue;
+    const p = publisher(before, name);
+    const n = publisher(after, name);
+    if (p !== n) out.push({ asset: name, difference: { path: ["freshness_monitor", "assets", name, "published_by"], before: p, after: n } });
+  }
+  return out;
+}
+
 /*
  * Which pairs each rule visits (ADR 0017k). A pair of one object (the previous state's record taken
  * over from the current manifest, its text unchanged) cannot differ from itself:
@@ -450,9 +712,14 @@ function isDeclaredExternal(manifest: Manifest, asset: ManifestAsset): boolean {
  *   ASSET_GROUP_CHANGED, the PROPERTY_*, QUALITY_RULE_* rules, FRESHNESS_CHANGED, OWNER_CHANGED and
  *   EXTRA_CHANGED. CONSUMER_RULE_NAMES_REMOVED_PROPERTY reads the consumers' queries only for a
  *   property removed from the record, so only for a changed pair too.
- * - `producerChangedPairs`: SCHEDULE_CHANGED and UPSTREAMS_CHANGED read the producer's DAG in each
- *   state, which may change while the asset's record does not; they skip a pair only when both the
- *   records and the DAGs are one object each.
+ *   ASSET_STATUS_CHANGED, ASSET_FIELD_CHANGED and ASSET_METADATA_CHANGED compare the record too (the
+ *   latter two a draft's edges, which change only with its file, and so with its record).
+ * - `producerChangedPairs`: SCHEDULE_CHANGED, UPSTREAMS_CHANGED, DAG_METADATA_CHANGED and
+ *   DAG_SETTING_CHANGED read the producer's DAG in each state, which may change while the asset's
+ *   record does not (an edit of the config's defaults); they skip a pair only when both the records
+ *   and the DAGs are one object each. CONTRACT_TEXT_CHANGED starts from these pairs too.
+ * - PROJECT_SETTING_CHANGED compares the manifests' `lineage` and `freshness_monitor`, which are
+ *   no asset's record, and visits the assets they concern.
  * - everything, as before: CONSUMER_UPSTREAM_RETIRED (`inOneState`: reads the current state
  *   alone); the rules about names in one state and not the other (removed, renamed, probably
  *   renamed, added: a name, not a record); EXTERNAL_ASSET_UNREAD (an external asset's record may be
@@ -460,6 +727,16 @@ function isDeclaredExternal(manifest: Manifest, asset: ManifestAsset): boolean {
  *   rules, which read the asset rules' findings and each contract's version in each state (they
  *   leave out, in `contractsWithChanges`, only the contracts with no finding and the same version,
  *   about which none of them can say anything).
+ */
+/**
+ * Every change rule. Add a rule here, with a golden case and a row in ARCHITECTURE.md's table.
+ * Together they compare every field of the manifest's `assets[]` and `dags[]` records, its
+ * `lineage` and its `freshness_monitor` (ADR 0025): a field without a rule of its own is named by
+ * ASSET_FIELD_CHANGED or ASSET_METADATA_CHANGED (an asset record's) or DAG_SETTING_CHANGED or
+ * DAG_METADATA_CHANGED (a DAG record's; {@link dagView} lists what those leave to other rules), and
+ * a contract file whose text changed with nothing else by CONTRACT_TEXT_CHANGED; only `compiler`
+ * and `manifestVersion`, which no project edit changes, are not compared. The asset rules run
+ * first, in this order; the contract rules last, reading what they found.
  */
 export const CHANGE_RULES: readonly ChangeRule[] = [
   {
@@ -874,6 +1151,96 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
         const keys = [...new Set([...Object.keys(before), ...Object.keys(after)])].filter((k) => !same(own(before, k), own(after, k))).sort(compareStrings);
         return [{ asset: a.name, field: "extra", before, after, message: `the extra of ${q(a.name)} changed (${keys.map((k) => q(k)).join(", ")})` }];
       }),
+  },
+  {
+    id: "ASSET_STATUS_CHANGED",
+    purpose: "An asset's contract changed status other than to retired: a draft published (its DAG appears), deprecated, or taken back to draft (its DAG is removed).",
+    severity: "dangerous",
+    category: "non-breaking",
+    about: "asset",
+    detect: (c) =>
+      changedPairs(c)
+        .filter(([b, a]) => b.status !== a.status && a.status !== "retired")
+        .map(([b, a]) => {
+          const runs = (s: string): boolean => s === "active" || s === "deprecated";
+          // A DAG kept is a notice; a DAG removed takes away what consumers read, as retiring does (ASSET_RETIRED).
+          const category: ChangeCategory = runs(b.status) && runs(a.status) ? "metadata-only" : runs(b.status) ? "breaking" : runs(a.status) ? "non-breaking" : "metadata-only";
+          return { asset: a.name, field: "status", before: b.status, after: a.status, category, message: `the status of ${q(a.name)} changed from ${q(b.status)} to ${q(a.status)}` };
+        }),
+  },
+  {
+    id: "ASSET_FIELD_CHANGED",
+    purpose: "A field of an asset's record that no other rule compares, and that a run reads, changed (producer, external, sample data, a property's primaryKey or unique, the column order); the field names it.",
+    severity: "dangerous",
+    category: "non-breaking",
+    about: "asset",
+    detect: (c) =>
+      assetDifferences(c)
+        .filter(({ difference: d }) => !ASSET_METADATA_FIELDS.includes(d.path[0]!))
+        .map(({ asset: a, difference: d }) => ({ asset: a.name, field: fieldName(d), before: d.before, after: d.after, message: `the ${fieldName(d)} of ${q(a.name)} ${differenceWords(d)}` })),
+  },
+  {
+    id: "ASSET_METADATA_CHANGED",
+    purpose: "A field of an asset's record that no run reads changed (its declaring file, renamed_from, the order of its quality rules, a draft's version or upstreams); the field names it.",
+    severity: "safe",
+    category: "metadata-only",
+    about: "asset",
+    detect: (c) =>
+      assetDifferences(c)
+        .filter(({ difference: d }) => ASSET_METADATA_FIELDS.includes(d.path[0]!))
+        .map(({ asset: a, difference: d }) => ({
+          asset: a.name,
+          field: fieldName(d),
+          before: d.before,
+          after: d.after,
+          message: d.path[0] === "quality" ? `the order of the quality rules of ${q(a.name)} changed` : `the ${fieldName(d)} of ${q(a.name)} ${differenceWords(d)}`,
+        })),
+  },
+  {
+    id: "DAG_METADATA_CHANGED",
+    purpose: "The description or tags of an asset's producing DAG changed (Airflow's description, doc_md and tags), or its processing purpose or source description; nothing runs otherwise.",
+    severity: "safe",
+    category: "metadata-only",
+    about: "asset",
+    detect: (c) =>
+      dagDifferences(c)
+        .filter((x) => isDagMetadata(x.difference))
+        .map(({ asset, dag, difference: d }) => ({ asset: asset.name, field: fieldName(d), before: d.before, after: d.after, message: `the ${fieldName(d)} of the DAG ${q(dag)}, which produces ${q(asset.name)}, changed` })),
+  },
+  {
+    id: "DAG_SETTING_CHANGED",
+    purpose: "A run setting or the producer of an asset's DAG changed (default_args, deadline, producer, source, landing, connection, on_failure and the like); the field names it.",
+    severity: "dangerous",
+    category: "non-breaking",
+    about: "asset",
+    detect: (c) =>
+      dagDifferences(c)
+        .filter((x) => !isDagMetadata(x.difference))
+        .map(({ asset, dag, difference: d }) => ({ asset: asset.name, field: fieldName(d), before: d.before, after: d.after, message: `the ${fieldName(d)} of the DAG ${q(dag)}, which produces ${q(asset.name)}, ${differenceWords(d)}` })),
+  },
+  {
+    id: "PROJECT_SETTING_CHANGED",
+    purpose: "A setting of the orchestration config that reaches the manifest outside the assets and DAGs changed (the lineage namespace, the freshness monitor's schedule, notifier or connection, who publishes a watched external asset); reported for each asset it concerns.",
+    severity: "dangerous",
+    category: "non-breaking",
+    about: "asset",
+    detect: (c) =>
+      projectDifferences(c).map(({ asset, difference: d }) => ({ asset, field: fieldName(d), before: d.before, after: d.after, message: `the ${fieldName(d)}, which concerns ${q(asset)}, ${differenceWords(d)}` })),
+  },
+  {
+    id: "CONTRACT_TEXT_CHANGED",
+    purpose: "A contract file's text changed (the sha256 in the manifest and in its DAG module) and nothing it compiles to did: a comment, the layout, or a dataset's description.",
+    severity: "safe",
+    category: "metadata-only",
+    about: "asset",
+    detect: (c) =>
+      textOnlyChanges(c).map((x) => ({
+        asset: x.asset,
+        field: "contract_sha256",
+        before: x.before,
+        after: x.after,
+        message: `the text of ${q(c.after.get(x.asset)!.contract)}, which declares ${q(x.asset)}, changed, and nothing the manifest holds of it did (a comment, the layout, or a dataset's description)`,
+      })),
   },
   {
     id: "VERSION_BREAKING_WITHOUT_MAJOR",

@@ -1,0 +1,1 @@
+select 2 as order_id
