@@ -2,9 +2,10 @@ import { Diagnostics } from "../diagnostics/catalogue.js";
 import type { TransformContract } from "../model/contract.js";
 import { dbtManifestPath } from "../model/references.js";
 import { compareStrings } from "../support/compare.js";
-import type { LinkedContract } from "./model.js";
+import type { DbtFinding, DbtResolution, LinkedContract } from "./model.js";
 
 export { dbtManifestPath } from "../model/references.js";
+export type { DbtFinding, DbtResolution } from "./model.js";
 
 /** One dbt node the checks read (a model, seed, snapshot, test ...). */
 export interface DbtNode {
@@ -108,28 +109,6 @@ function parseDbtProject(text: string): { project?: DbtProject; problem?: string
     sources.set(uniqueId, { uniqueId, sourceName: str(s.source_name), name: str(s.name), schema: str(s.schema), identifier: str(s.identifier) || str(s.name) });
   }
   return { project: { projectName, nodes, sources, models } };
-}
-
-/** What a `dbt` producer runs, resolved against its project (what `dags[].runtime.producer` adds). */
-export interface DbtResolution {
-  manifest: string;
-  /** The contract's models in dataset order. */
-  models: Array<{ name: string; unique_id: string; path: string }>;
-  /** Seeds the models read (built into staging with them). */
-  seeds: string[];
-  /** Upstream models (other contracts' datasets) -> their published table. */
-  upstreamModels: Record<string, { schema: string; name: string }>;
-  /** Disagreements, for `ConsistentDbtProjectRule` to report at `path` in the contract. */
-  findings: DbtFinding[];
-}
-
-/** One disagreement between a contract and its dbt project: a catalogue entry and where. */
-export interface DbtFinding {
-  entry: (typeof Diagnostics)[keyof typeof Diagnostics];
-  args: Record<string, string>;
-  /** The contract node at fault (a path for `locate`). */
-  path: Array<string | number>;
-  hint?: string;
 }
 
 /** The model's file as a diagnostic names it: project-relative (`dbt/finance/models/x.sql`). */

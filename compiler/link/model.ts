@@ -1,9 +1,9 @@
+import type { Diagnostics } from "../diagnostics/catalogue.js";
 import type { Diagnostic, SourceLocation } from "../diagnostics/diagnostic.js";
+import type { DeadlinePlan } from "../model/manifest.js";
 import type { Contract, ExternalAssetsDocument, RunSettings, Status } from "../model/contract.js";
 import type { Located } from "../validate/validateDocuments.js";
 import type { OrchestrationConfig } from "./config.js";
-import type { DbtResolution } from "./dbtProject.js";
-import type { DeadlinePlan } from "./freshness.js";
 import type { RenameCandidate } from "../support/renames.js";
 
 /** One Airflow Asset: produced by a contract's dataset, or external. */
@@ -129,4 +129,26 @@ export interface AssetTable {
   clashes: AssetClash[];
   /** Findings about the URI template and the URIs it expands to (reported by ValidUriTemplateRule). */
   templateFindings: Diagnostic[];
+}
+
+/** What a `dbt` producer runs, resolved against its project (what `dags[].runtime.producer` adds). */
+export interface DbtResolution {
+  manifest: string;
+  /** The contract's models in dataset order. */
+  models: Array<{ name: string; unique_id: string; path: string }>;
+  /** Seeds the models read (built into staging with them). */
+  seeds: string[];
+  /** Upstream models (other contracts' datasets) -> their published table. */
+  upstreamModels: Record<string, { schema: string; name: string }>;
+  /** Disagreements, for `ConsistentDbtProjectRule` to report at `path` in the contract. */
+  findings: DbtFinding[];
+}
+
+/** One disagreement between a contract and its dbt project: a catalogue entry and where. */
+export interface DbtFinding {
+  entry: (typeof Diagnostics)[keyof typeof Diagnostics];
+  args: Record<string, string>;
+  /** The contract node at fault (a path for `locate`). */
+  path: Array<string | number>;
+  hint?: string;
 }

@@ -3,7 +3,7 @@ import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from "
 import type { SourceFile } from "../discover/discoverProject.js";
 import { packageFileUrl } from "../support/package-root.js";
 import { fromPayload, type Payload } from "./parseCache.js";
-import { parseData, type ParsedData } from "./parseContracts.js";
+import { parseData, type ParsedData } from "./parseDocument.js";
 
 /**
  * Parsing in worker threads, waited for synchronously, so the pipeline stays one synchronous

@@ -8,7 +8,7 @@ import type { CacheEntryRead } from "../discover/readCache.js";
 import { cacheKey, decodeCacheEntry, encodeCacheEntry, readPayload } from "../support/cacheEntry.js";
 import { compareStrings } from "../support/compare.js";
 import { packageFileUrl, packageRoot, readPackageFile } from "../support/package-root.js";
-import type { ParsedData } from "./parseContracts.js";
+import type { ParsedData } from "./parseDocument.js";
 
 /**
  * The incremental cache of the parse stage (ADR 0017c) and of the validate stage's per-document

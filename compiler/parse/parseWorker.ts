@@ -14,7 +14,7 @@ const post = (reply: WorkerReply): void => {
   Atomics.notify(counters, 0);
 };
 try {
-  const { parseData } = await import("./parseContracts.js");
+  const { parseData } = await import("./parseDocument.js");
   const { toPayload } = await import("./parseCache.js");
   let batch: Payload[] = [];
   let at = 0;

@@ -1,6 +1,6 @@
 import { createDiagnostic, Diagnostics } from "../diagnostics/catalogue.js";
 import type { Diagnostic } from "../diagnostics/diagnostic.js";
-import type { NodePath, ParsedDocument } from "../parse/parseContracts.js";
+import type { NodePath, ParsedDocument } from "../parse/parseDocument.js";
 import { didYouMean, suggest } from "../support/suggest.js";
 import type { ErrorObject } from "./schemas.js";
 

@@ -11,7 +11,7 @@ import {
   type OdcsQualityRule,
   type OdcsSchemaObject,
 } from "../model/odcs.js";
-import type { NodePath, ParsedDocument } from "../parse/parseContracts.js";
+import type { NodePath, ParsedDocument } from "../parse/parseDocument.js";
 import { describePath, mapSchemaErrors } from "./mapSchemaErrors.js";
 import { validatorFor } from "./schemas.js";
 

@@ -9,7 +9,7 @@ import {
   type OrchestrationConfigDocument,
 } from "../model/contract.js";
 import { isOdcsDocument } from "../model/odcs.js";
-import type { ParsedDocument } from "../parse/parseContracts.js";
+import type { ParsedDocument } from "../parse/parseDocument.js";
 import { suggest } from "../support/suggest.js";
 import { mapSchemaErrors } from "./mapSchemaErrors.js";
 import { readOdcsContract } from "./readOdcs.js";

@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from contract_runtime.producers import ProducerError
+from contract_runtime.errors import ProducerError
 
 __all__ = ["SchemaDiff", "SchemaDriftError", "logical_type", "proposal_location", "schema_diff", "write_proposal"]
 

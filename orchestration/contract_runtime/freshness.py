@@ -49,7 +49,6 @@ __all__ = [
     "STATES",
     "FreshnessMonitorOperator",
     "classify",
-    "data_time_age_seconds",
     "evaluate_assets",
     "get_states",
     "should_alert",
@@ -183,32 +182,6 @@ def _store(wh: Warehouse, entries: Sequence[Mapping[str, Any]], now: datetime.da
                 "values (?, ?, ?, ?, ?)",
                 [e["asset"], e["state"], e["last_event_at"], e["age_seconds"], now],
             )
-
-
-# ---------------------------------------------------------------------- data time (audit)
-
-
-def data_time_age_seconds(value: Any, now: datetime.datetime | None = None) -> float | None:
-    """``now - value`` in seconds for ``max(column)`` of a ``timestamp`` or ``date`` property.
-
-    A naive timestamp is taken as UTC (Airflow's and the warehouse defaults' convention); a date
-    stands for its midnight UTC. None (an empty table or only NULLs) gives None, which fails the
-    rule: a dataset with no data time has no freshness to show.
-
-    :raises TypeError: For a value that is not a date or timestamp.
-    """
-    if value is None:
-        return None
-    now = now or datetime.datetime.now(tz=datetime.UTC)
-    if isinstance(value, datetime.datetime):
-        moment = _aware(value)
-    elif isinstance(value, datetime.date):
-        moment = datetime.datetime(value.year, value.month, value.day, tzinfo=datetime.UTC)
-    elif isinstance(value, str):
-        moment = _aware(datetime.datetime.fromisoformat(value))
-    else:
-        raise TypeError(f"max(column) is {type(value).__name__}, not a date or timestamp")
-    return round((now - moment).total_seconds(), 3)
 
 
 # ---------------------------------------------------------------------- notifiers

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from contract_runtime import __version__ as RUNTIME_VERSION
-from contract_runtime.manifest_slice import task_slice
+from contract_runtime.manifest_slice import task_names, task_slice, task_view
 from contract_runtime.manifest_types import DagPlan, Manifest
 from contract_runtime.quality_rules import resolve_datasets
 
@@ -108,60 +108,6 @@ def schema_problem(data: Any) -> str | None:
         except (KeyError, IndexError, TypeError, ValueError):
             pass
     return f"{where}: {best.message}"
-
-
-def task_names(own: Any) -> tuple[set[str], set[str]]:
-    """The Asset names a task reads: ``(inlets, inlets | outlets)`` of ``own``, its ``dags[]`` entry."""
-    own_fields = own if isinstance(own, dict) else {}
-    inlets = {n for n in own_fields.get("inlets") or [] if isinstance(n, str)}
-    outlets = {n for n in own_fields.get("outlets") or [] if isinstance(n, str)}
-    return inlets, inlets | outlets
-
-
-def task_view(data: dict[str, Any], contract_id: str) -> tuple[dict[str, Any], dict[str, list[int]]]:
-    """The part of a manifest a task of ``contract_id`` reads (ADR 0017b, ADR 0017h).
-
-    A task reads the top-level fields, its own ``dags[]`` entry, the entries of the DAGs that
-    produce its inlets (their datasets name the upstream tables in lineage), the ``assets[]`` its
-    DAG names as inlets or outlets (freshness policies, URIs; :func:`task_names`) and those every
-    dataset of those DAGs names (their schema and quality rules, joined at load). Every other
-    entry is left out, as are ``edges`` (no stage reads them) and ``freshness_monitor`` unless its
-    ``dag_id`` is ``contract_id`` (only the monitor's task reads it; at 1,000 contracts its schema
-    check cost a task more than the rest of its view). The monitor's view is the top-level fields.
-    A field that is not a list, or a ``freshness_monitor`` without a string ``dag_id``, is kept,
-    for the schema to report.
-
-    :param data: A parsed manifest (a JSON object).
-    :param contract_id: The contract id (= dag_id) of the task.
-    :returns: ``(view, positions)``: the view, and for ``"dags"`` and ``"assets"`` the index in
-        ``data`` of each entry of the view's list (so a problem's pointer can name the file's).
-    """
-    dags, assets = data.get("dags"), data.get("assets")
-    if not isinstance(dags, list):
-        return data, {}
-    own = next((d for d in dags if isinstance(d, dict) and d.get("dag_id") == contract_id), None)
-    inlets, names = task_names(own)
-
-    def read(d: Any) -> bool:
-        if not isinstance(d, dict):
-            return False
-        outlets = d.get("outlets")
-        return d is own or (isinstance(outlets, list) and not inlets.isdisjoint(o for o in outlets if isinstance(o, str)))
-
-    positions = {"dags": [i for i, d in enumerate(dags) if read(d)]}
-    for i in positions["dags"]:
-        runtime = dags[i].get("runtime")
-        datasets = runtime.get("datasets") if isinstance(runtime, dict) else None
-        if isinstance(datasets, list):
-            names |= {x["asset"] for x in datasets if isinstance(x, dict) and isinstance(x.get("asset"), str)}
-    view: dict[str, Any] = {**data, "dags": [dags[i] for i in positions["dags"]], "edges": []}
-    monitor = data.get("freshness_monitor")
-    if isinstance(monitor, dict) and isinstance(monitor.get("dag_id"), str) and monitor["dag_id"] != contract_id:
-        del view["freshness_monitor"]
-    if isinstance(assets, list):
-        positions["assets"] = [i for i, x in enumerate(assets) if isinstance(x, dict) and x.get("name") in names]
-        view["assets"] = [assets[i] for i in positions["assets"]]
-    return view, positions
 
 
 def _in_file(problem: str, positions: dict[str, list[int]]) -> str:

@@ -38,7 +38,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from contract_runtime.producers import ProducerError
+from contract_runtime.errors import ProducerError
 
 __all__ = [
     "ObjectStoreError",

@@ -39,6 +39,7 @@ degrades (published, marked), ``info`` records only.
 
 from __future__ import annotations
 
+import datetime
 import decimal
 import logging
 import math
@@ -54,6 +55,7 @@ __all__ = [
     "DatasetVerdict",
     "QualityRuleError",
     "compare",
+    "data_time_age_seconds",
     "database_message",
     "evaluate_dataset",
     "evaluate_rule",
@@ -177,8 +179,6 @@ def _measure(wh: Warehouse, table: TableRef, rule: Mapping[str, Any]) -> tuple[A
     col = quote_ident(str(column))
     t = table.sql
     if metric == "freshness":
-        from contract_runtime.freshness import data_time_age_seconds
-
         return data_time_age_seconds(wh.scalar(f"select max({col}) from {t}")), None
     if metric == "nullValues":
         sql, params = f"select count(*) - count({col}), count(*) from {t}", None
@@ -359,3 +359,30 @@ def evaluate_dataset(wh: Warehouse, table: TableRef, dataset: Mapping[str, Any])
             log.warning("quality rule %s could not be evaluated: %s", result["name"], result["error"])
         verdict.results.append(result)
     return verdict
+
+
+def data_time_age_seconds(value: Any, now: datetime.datetime | None = None) -> float | None:
+    """The ``freshness`` metric (data time): ``now - value`` in seconds for ``max(column)`` of a ``timestamp`` or ``date`` property.
+
+    A naive timestamp is taken as UTC (Airflow's and the warehouse defaults' convention); a date
+    stands for its midnight UTC. None (an empty table or only NULLs) gives None, which fails the
+    rule: a dataset with no data time has no freshness to show.
+
+    :raises TypeError: For a value that is not a date or timestamp.
+    """
+    if value is None:
+        return None
+    now = now or datetime.datetime.now(tz=datetime.UTC)
+    if isinstance(value, datetime.datetime):
+        moment = _utc(value)
+    elif isinstance(value, datetime.date):
+        moment = datetime.datetime(value.year, value.month, value.day, tzinfo=datetime.UTC)
+    elif isinstance(value, str):
+        moment = _utc(datetime.datetime.fromisoformat(value))
+    else:
+        raise TypeError(f"max(column) is {type(value).__name__}, not a date or timestamp")
+    return round((now - moment).total_seconds(), 3)
+
+
+def _utc(moment: datetime.datetime) -> datetime.datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=datetime.UTC)

@@ -1,4 +1,8 @@
+import { cruise } from "dependency-cruiser";
+import extractTSConfig from "dependency-cruiser/config-utl/extract-ts-config";
 import fs from "node:fs";
+import { createRequire } from "node:module";
+import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { Diagnostics, listCodes } from "../../compiler/diagnostics/catalogue.js";
@@ -7,6 +11,7 @@ import { DOCUMENT_RULES } from "../../compiler/validate/rules/index.js";
 import { REPO } from "./helpers.js";
 
 const COMPILER = path.join(REPO, "compiler");
+const require = createRequire(import.meta.url);
 
 function sources(): Map<string, string> {
   const out = new Map<string, string>();
@@ -36,53 +41,51 @@ function pythonSources(): string {
   return out.join("\n");
 }
 
-/**
- * The layering rule of ARCHITECTURE.md: cli → pipeline → report → stages (in pipeline order) →
- * diagnostics → model and support. A module imports only its own layer or lower ones, and a stage
- * only earlier stages.
- */
-const LAYERS: Record<string, number> = {
-  support: 0,
-  "version.ts": 0,
-  model: 0,
-  diagnostics: 1,
-  discover: 10,
-  parse: 11,
-  validate: 12,
-  link: 13,
-  graph: 14,
-  plan: 15,
-  manifest: 16,
-  diff: 17,
-  render: 18,
-  write: 19,
-  // The Airflow REST client: reads the network, like discover reads the disk; only report uses it.
-  airflow: 20,
-  report: 30,
-  "pipeline.ts": 40,
-  "cli.ts": 50,
-};
-
-function layerOf(file: string): number {
-  const top = file.split("/")[0]!;
-  const layer = LAYERS[top];
-  if (layer === undefined) throw new Error(`no layer for ${file}`);
-  return layer;
-}
-
 describe("architecture", () => {
-  it("imports flow one way", () => {
-    const violations: string[] = [];
-    for (const [file, text] of sources()) {
-      for (const m of text.matchAll(/(?:import|export)[^'"]*?from\s+["'](\.[^"']+)["']|import\(\s*["'](\.[^"']+)["']\s*\)/g)) {
-        const spec = (m[1] ?? m[2])!;
-        const target = path.posix.normalize(path.posix.join(path.posix.dirname(file), spec)).replace(/\.js$/, ".ts");
-        if (target.startsWith("..")) continue;
-        if (layerOf(target) > layerOf(file)) violations.push(`${file} imports ${target}`);
-        if (file.startsWith("support/") && !target.startsWith("support/")) violations.push(`${file} (a leaf helper) imports ${target}`);
-      }
-    }
+  it("imports flow one way, in no cycle (dependency-cruiser over ARCHITECTURE.md's compiler-layers)", async () => {
+    const config = require(path.join(REPO, ".dependency-cruiser.cjs")) as { forbidden: unknown[]; options: Record<string, unknown> };
+    const result = await cruise(["compiler"], { ...config.options, baseDir: REPO, ruleSet: { forbidden: config.forbidden }, validate: true } as never, undefined, {
+      tsConfig: extractTSConfig(path.join(REPO, "tsconfig.json")),
+    });
+    if (typeof result.output === "string") throw new Error("dependency-cruiser returned text, not a result");
+    const violations = result.output.summary.violations.map((v) => `${v.rule.name}: ${[v.from, ...(v.cycle?.map((c) => c.name) ?? [v.to])].join(" -> ")}`);
     expect(violations).toEqual([]);
+    // Every top-level folder and file of compiler/ was cruised (the rules would pass on nothing).
+    expect(result.output.summary.totalCruised).toBeGreaterThan(100);
+  });
+
+  it("refuses an upward import, a cycle and a support module that imports the project", async () => {
+    const config = require(path.join(REPO, ".dependency-cruiser.cjs")) as { forbidden: unknown[]; options: Record<string, unknown> };
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ca-layers-"));
+    const root = path.join(dir, "compiler");
+    const put = (file: string, text: string): void => {
+      fs.mkdirSync(path.dirname(path.join(root, file)), { recursive: true });
+      fs.writeFileSync(path.join(root, file), text);
+    };
+    put("support/leaf.ts", 'import { x } from "../diagnostics/catalogue.js";\nexport const y = x;\n');
+    put("diagnostics/catalogue.ts", "export const x = 1;\n");
+    put("parse/a.ts", 'import { w } from "../write/w.js";\nimport { b } from "./b.js";\nexport const a = w + b;\n');
+    // The cycle closes through a type-only import, which a runtime check would never see.
+    put("parse/b.ts", 'import type { a } from "./a.js";\nexport const b = 2;\nexport type A = typeof a;\n');
+    put("write/w.ts", "export const w = 3;\n");
+    fs.writeFileSync(path.join(dir, "tsconfig.json"), JSON.stringify({ compilerOptions: { module: "NodeNext", moduleResolution: "NodeNext" } }));
+    try {
+      const result = await cruise(["compiler"], { ...config.options, baseDir: dir, ruleSet: { forbidden: config.forbidden }, validate: true } as never, undefined, {
+        tsConfig: extractTSConfig(path.join(dir, "tsconfig.json")),
+      });
+      if (typeof result.output === "string") throw new Error("dependency-cruiser returned text, not a result");
+      const names = new Set(result.output.summary.violations.map((v) => `${v.rule.name} ${v.from}`));
+      expect(names).toEqual(
+        new Set([
+          "support-is-a-leaf compiler/support/leaf.ts",
+          "layer-model-version-ts-support compiler/support/leaf.ts",
+          "layer-parse compiler/parse/a.ts",
+          "no-circular compiler/parse/a.ts",
+        ]),
+      );
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("has one catalogue of unique, well-formed codes, each used by the compiler", () => {

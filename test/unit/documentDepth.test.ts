@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { MAX_DOCUMENT_DEPTH, parseData } from "../../compiler/parse/parseContracts.js";
+import { MAX_DOCUMENT_DEPTH, parseData } from "../../compiler/parse/parseDocument.js";
 
 // ADR 0019: a document nests at most 64 levels (the root mapping is level 1), a `key: value` item
 // of a flow list a mapping of its own and an alias as deep as its anchor's collection; CA2015 at the

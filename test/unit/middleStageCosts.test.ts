@@ -4,7 +4,7 @@ import { mergeConfigs } from "../../compiler/link/config.js";
 import { resolveContracts } from "../../compiler/link/resolveContracts.js";
 import { canonicalCondition } from "../../compiler/model/conditions.js";
 import type { Contract } from "../../compiler/model/contract.js";
-import { parseDocument } from "../../compiler/parse/parseContracts.js";
+import { parseDocument } from "../../compiler/parse/parseDocument.js";
 import { conditionOf, qualityNames } from "../../compiler/plan/planDags.js";
 import { parseDurationSeconds } from "../../compiler/support/duration.js";
 import type { Located, ValidatedProject } from "../../compiler/validate/validateDocuments.js";

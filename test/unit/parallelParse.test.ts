@@ -5,7 +5,7 @@ import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defaultLayout, discoverProject, type SourceFile } from "../../compiler/discover/discoverProject.js";
 import { MIN_PARALLEL_BYTES, parseAll, workerCountFor } from "../../compiler/parse/parallelParse.js";
-import { parseData } from "../../compiler/parse/parseContracts.js";
+import { parseData } from "../../compiler/parse/parseDocument.js";
 import { compileProject } from "../../compiler/pipeline.js";
 // @ts-expect-error -- plain JavaScript module of the benchmark (scripts/bench), no type declarations
 import { writeCorpus } from "../../scripts/bench/corpus.mjs";

@@ -1,5 +1,5 @@
 import { createDiagnostic, Diagnostics, type DiagnosticEntry } from "../../diagnostics/catalogue.js";
-import type { NodePath } from "../../parse/parseContracts.js";
+import type { NodePath } from "../../parse/parseDocument.js";
 import type { DocumentRule, RuleContext } from "./rule.js";
 
 function reportRepeats(

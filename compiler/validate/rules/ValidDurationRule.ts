@@ -1,6 +1,6 @@
 import { createDiagnostic, Diagnostics } from "../../diagnostics/catalogue.js";
 import { parseDurationSeconds } from "../../support/duration.js";
-import type { NodePath } from "../../parse/parseContracts.js";
+import type { NodePath } from "../../parse/parseDocument.js";
 import type { DocumentRule, RuleContext } from "./rule.js";
 
 function check(value: string | undefined, path: NodePath, context: RuleContext): number | undefined {

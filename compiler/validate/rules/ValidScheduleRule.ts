@@ -1,6 +1,6 @@
 import { createDiagnostic, Diagnostics } from "../../diagnostics/catalogue.js";
 import { canonicalTimezone, cronProblem, isKnownTimezone } from "../../support/cron.js";
-import type { NodePath } from "../../parse/parseContracts.js";
+import type { NodePath } from "../../parse/parseDocument.js";
 import type { DocumentRule, RuleContext } from "./rule.js";
 
 function checkTimezone(timezone: string, path: NodePath, context: RuleContext): void {

@@ -1,6 +1,6 @@
 import { createDiagnostic, Diagnostics } from "../../diagnostics/catalogue.js";
 import type { SourceLocation } from "../../diagnostics/diagnostic.js";
-import type { NodePath } from "../../parse/parseContracts.js";
+import type { NodePath } from "../../parse/parseDocument.js";
 import { airflowRefusal, MAX_ASSET_TEXT, uriScheme } from "../../support/uri.js";
 import type { DocumentRule, RuleContext } from "./rule.js";
 

@@ -1,6 +1,6 @@
 import type { Diagnostic } from "../../diagnostics/diagnostic.js";
 import type { AnyDocument } from "../../model/contract.js";
-import type { ParsedDocument } from "../../parse/parseContracts.js";
+import type { ParsedDocument } from "../../parse/parseDocument.js";
 
 /** What a document rule sees: the parsed document (to locate nodes) and a sink for findings. */
 export interface RuleContext {

@@ -12,19 +12,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from contract_runtime.errors import ProducerError
 from contract_runtime.run import RunIdentity
 from contract_runtime.sqlutil import TableRef, sql_type
 from contract_runtime.tables import target_table
 from contract_runtime.warehouse import Warehouse
 
 __all__ = ["ProduceRequest", "ProducerError", "asset_table", "run_producer"]
-
-
-class ProducerError(Exception):
-    """The producer failed for a reason a retry will not fix (bad configuration or data).
-
-    The operators turn it into ``AirflowFailException`` (no retry).
-    """
 
 
 def asset_table(asset_name: str) -> TableRef:
