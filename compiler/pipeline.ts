@@ -1,5 +1,5 @@
 import path from "node:path";
-import { createDiagnostic, Diagnostics } from "./diagnostics/catalogue.js";
+import { createDiagnostic, CREDENTIAL_CODES, Diagnostics } from "./diagnostics/catalogue.js";
 import { hasErrors, sortDiagnostics, type Diagnostic, type StageResult } from "./diagnostics/diagnostic.js";
 import { openCacheReader, readCacheEntries } from "./discover/readCache.js";
 import type { RecordPlaces } from "./discover/readManifest.js";
@@ -14,7 +14,7 @@ import type { DagPlan, ManifestAsset } from "./model/manifest.js";
 import { MANIFEST_VERSION } from "./model/manifest.js";
 import { isOdcsDocument } from "./model/odcs.js";
 import { referencedPaths } from "./model/references.js";
-import { CACHE_FOLDER, cacheContext, openParseCache, PARSE_CACHE_FOLDER, parseCacheKeys, parseCacheNotes, parseCacheWriter } from "./parse/parseCache.js";
+import { CACHE_FOLDER, cacheContext, NO_CACHE_ENTRY, openParseCache, PARSE_CACHE_FOLDER, parseCacheKeys, parseCacheNotes, parseCacheWriter } from "./parse/parseCache.js";
 import { parseContracts } from "./parse/parseContracts.js";
 import { parseDocument, type ParsedDocument } from "./parse/parseDocument.js";
 import { planDags } from "./plan/planDags.js";
@@ -219,12 +219,15 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
   let reused = 0;
   const parseOptions = (config: boolean) => ({
     ...(options.workers !== undefined ? { workers: options.workers } : {}),
-    onDocument: (d: ParsedDocument, stored?: unknown): StoredVerdict | null | undefined => {
+    onDocument: (d: ParsedDocument, stored?: unknown): StoredVerdict | typeof NO_CACHE_ENTRY | null | undefined => {
       const restored = stored !== undefined ? restoreVerdict(d, stored as StoredVerdict, config) : undefined;
       const verdict = restored ?? validateDocument(d, config);
       if (restored) reused++;
       verdicts.set(d, verdict);
-      return restored ? undefined : storedVerdictOf(d, verdict, config);
+      if (restored) return undefined;
+      // A document that holds a credential is not copied into the cache (ADR 0027).
+      if (verdict.diagnostics.some((x) => CREDENTIAL_CODES.has(x.code))) return NO_CACHE_ENTRY;
+      return storedVerdictOf(d, verdict, config);
     },
   });
   // The incremental cache (ADR 0017c, 0017j): each file's entry is read before parse; each new one

@@ -166,6 +166,11 @@ export const Diagnostics = {
     (a) => `the uri holds the unresolved placeholder ${q(a.placeholder)}`,
   ),
   UriMalformed: entry<{ uri: string }>("CA3017", "error", (a) => `the uri ${q(a.uri)} has no scheme; write it as "scheme://location"`),
+  UriQueryCredential: entry<{ uri: string; parameter: string }>(
+    "CA3049",
+    "error",
+    (a) => `the uri ${q(a.uri)} carries the credential ${q(a.parameter)} in its query string; Airflow stores the query as part of the Asset URI and credentials belong in a Connection`,
+  ),
   UriRefused: entry<{ uri: string; reason: string }>("CA3048", "error", (a) => `Airflow refuses the uri ${q(a.uri)}: ${a.reason}`),
   UriWhitespace: entry<{ uri: string }>("CA3043", "error", (a) => `the uri ${q(a.uri)} contains whitespace`),
   IdDomainMismatch: entry<{ id: string; domain: string }>(
@@ -263,10 +268,10 @@ export const Diagnostics = {
     "error",
     (a) => `the tag ${q(a.tag)} has ${a.length} characters; Airflow allows at most 100`,
   ),
-  CredentialInText: entry<{ field: string }>(
+  CredentialInText: entry<{ field: string; what: string }>(
     "CA3045",
     "error",
-    (a) => `${q(a.field)} holds a URI with user info; credentials belong in an Airflow Connection, never in a contract`,
+    (a) => `${q(a.field)} holds a URI with ${a.what}; credentials belong in an Airflow Connection, never in a contract`,
   ),
   SourceAsUpstream: entry<{ name: string }>(
     "CA3046",
@@ -586,6 +591,16 @@ export interface DiagnosticExtras {
   hint?: string;
   severity?: Severity;
 }
+
+/**
+ * The codes that say a document holds a credential (user info or a query-string credential in a
+ * URI, ADR 0027): the pipeline keeps such a document out of the parse cache.
+ */
+export const CREDENTIAL_CODES: ReadonlySet<string> = new Set([
+  Diagnostics.UriUserInfo.code,
+  Diagnostics.UriQueryCredential.code,
+  Diagnostics.CredentialInText.code,
+]);
 
 /**
  * The only way to make a diagnostic: a catalogue entry, its message arguments and where it points.

@@ -313,12 +313,20 @@ export function fromPayload(payload: unknown): CachedFile | undefined {
 }
 
 /**
+ * The verdict that keeps a file out of the cache: its document holds a credential (CA3015,
+ * CA3045, CA3049), and an entry is a copy of the document's text under `.contract-assets/`, which
+ * would keep the secret after the contract is fixed (ADR 0027).
+ */
+export const NO_CACHE_ENTRY: unique symbol = Symbol("no parse cache entry");
+
+/**
  * Hands the entry of a file just parsed to the cache's `store`: `file` gave `data`, and
- * validating its document `verdict` (null for none). Called as each parse arrives, so the
- * encoded entry is garbage once stored.
+ * validating its document `verdict` (null for none; `NO_CACHE_ENTRY`: store nothing). Called as
+ * each parse arrives, so the encoded entry is garbage once stored.
  */
 export function storeParsedFile(file: SourceFile, data: ParsedData, verdict: unknown, cache: ParseCache): void {
   cache.parsed++;
+  if (verdict === NO_CACHE_ENTRY) return;
   const key = cache.keys.get(file.path);
   if (key !== undefined) cache.store(key, encodeCacheEntry(key, cache.compiler, toPayload({ data, verdict: verdict ?? null })));
 }

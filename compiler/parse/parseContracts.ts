@@ -13,7 +13,8 @@ import { toParsedDocument, type ParsedData, type ParsedDocument } from "./parseD
  * a file whose entry is usable is not parsed: its {@link ParsedData} comes from the entry, and the
  * files parsed are recorded in the cache to be written. `onDocument` gets what the entry stored
  * beside the parse (the validate stage's verdict, ADR 0017j; undefined for a file just parsed)
- * and returns what to store beside a file just parsed (undefined: nothing).
+ * and returns what to store beside a file just parsed (undefined: nothing; `NO_CACHE_ENTRY`: no
+ * entry at all).
  */
 export function parseContracts(
   files: readonly SourceFile[],

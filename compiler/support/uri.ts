@@ -1,3 +1,5 @@
+import { isQueryCredential } from "./secrets.js";
+
 /**
  * Asset URI rules and Airflow's URI normalisation (DESIGN §3.3).
  *
@@ -175,3 +177,22 @@ export function uriScheme(uri: string): string | undefined {
 
 /** Airflow's limit on an Asset name and URI, in characters. */
 export const MAX_ASSET_TEXT = 1500;
+
+/**
+ * The first query parameter of a URI that carries a credential (`isQueryCredential`: a signed
+ * URL's signature, a token, a password, an API key), as written, or undefined. The query is
+ * where Python's `urlsplit` finds it (after the first `?`, before `#`), cut at `&` as
+ * `parse_qsl` cuts it.
+ */
+export function queryCredential(uri: string): string | undefined {
+  const q = uri.indexOf("?");
+  if (q < 0) return undefined;
+  const hash = uri.indexOf("#");
+  if (hash >= 0 && hash < q) return undefined;
+  const query = uri.slice(q + 1, hash >= 0 ? hash : undefined);
+  for (const field of query.split("&")) {
+    const eq = field.indexOf("=");
+    if (eq > 0 && isQueryCredential(field.slice(0, eq), field.slice(eq + 1))) return field.slice(0, eq);
+  }
+  return undefined;
+}

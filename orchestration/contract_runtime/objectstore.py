@@ -1,10 +1,17 @@
 """Object storage through Airflow's own layer: ``airflow.sdk.ObjectStoragePath`` (fsspec underneath).
 
 Every location is a URI (``s3://bucket/key``, ``gs://…``, ``az://``/``abfs://…``, ``https://…``,
-``file:///abs/path``) plus an optional Airflow Connection id. Credentials only ever come from
-that Connection: the provider registered for the scheme (``apache-airflow-providers-amazon`` for
+``file:///abs/path``) plus an optional Airflow Connection id. With an id, credentials only ever come from that
+Connection: the provider registered for the scheme (``apache-airflow-providers-amazon`` for
 ``s3``, ``…-google`` for ``gs``, ``…-microsoft-azure`` for ``abfs``/``az``, ``…-http`` for
-``https``) builds the filesystem from it; ``file`` is built into Airflow.
+``https``) builds the filesystem from it; ``file`` is built into Airflow. A named Connection
+that does not exist fails before the store is asked anything
+(:func:`~contract_runtime.warehouse.require_connection`, a non-retryable
+:class:`~contract_runtime.warehouse.WarehouseConfigError` naming the contract, the URI and the
+id): the providers would otherwise log a warning and read with the worker's own identity
+(environment variables, instance profile). Without an id (``connection_id`` absent from the
+contract) the provider's defaults apply, as documented in docs/contract-format.md: for ``s3``
+boto's default credential chain, anonymous access when it finds none.
 
 What a URI names (:func:`list_objects`):
 
@@ -22,7 +29,8 @@ gives one, else ``sha256:<digest>`` of the content.
 Errors: a missing bucket or object, refused credentials or a denied read raise
 :class:`ObjectStoreError`, a :class:`~contract_runtime.producers.ProducerError` (a retry does not
 fix it) whose message names the contract, the URI and the Connection id and never a secret (the
-Connection's password and secret-looking extras are masked in whatever the store said). Other
+Connection's password and secret-looking extras, URI user info and query-string credentials
+such as a signed URL's signature are masked in the whole message, :func:`mask_secrets`). Other
 ``OSError`` (network) propagate as :class:`ObjectStoreUnavailable`, so Airflow's retries apply.
 """
 
@@ -39,6 +47,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from contract_runtime.errors import ProducerError
+from contract_runtime.warehouse import WarehouseConfigError, require_connection
 
 __all__ = [
     "ObjectStoreError",
@@ -61,6 +70,8 @@ __all__ = [
 _CHUNK: int = 1 << 20
 #: Connection extra keys whose values are masked in error messages.
 _SECRET_HINTS: tuple[str, ...] = ("secret", "password", "token", "key", "credential", "sas")
+#: Connection ids found to exist in this process since the last :func:`forget_connections`.
+_KNOWN_CONNECTIONS: set[str] = set()
 
 
 class ObjectStoreError(ProducerError):
@@ -111,8 +122,10 @@ def forget_connections() -> None:
     process, built from the Connection as it was then. A process that runs many tasks
     (``dag.test()``, a long-lived worker) would keep using rotated keys or an old endpoint; each
     stage calls this first, so it reads the Connection as it is now. (``_STORE_CACHE`` is not
-    public API: when it is gone, nothing is dropped.)
+    public API: when it is gone, nothing is dropped.) Whether a named Connection exists is
+    asked again too.
     """
+    _KNOWN_CONNECTIONS.clear()
     try:
         from airflow.sdk.io import store
     except ImportError:
@@ -139,15 +152,30 @@ def join_uri(base: str, *parts: str) -> str:
 
 
 def mask_secrets(text: str, conn_id: str | None) -> str:
-    """``text`` with the Connection's password and secret-looking extras replaced by ``***``."""
-    if not conn_id:
-        return text
+    """``text`` with every secret it may quote replaced by ``***``: the Connection's password and
+    secret-looking extras (when ``conn_id`` names one), then what
+    :func:`contract_runtime.redact.mask_text` masks (URI user info, ``<secret key>=value``
+    pairs, query-string credentials such as ``sig=``, ``X-Amz-Signature=``, ``X-Goog-Signature=``).
+
+    Every message this module and the ingestion producers raise passes through here, so a signed
+    URL's signature never reaches a task log, an exception or a lineage facet.
+    """
+    secrets = _connection_secrets(conn_id) if conn_id else []
+    for secret in sorted((s for s in secrets if len(s) >= 4), key=len, reverse=True):
+        text = text.replace(secret, "***")
+    from contract_runtime.redact import mask_text
+
+    return mask_text(text)
+
+
+def _connection_secrets(conn_id: str) -> list[str]:
+    """The password and secret-looking extras of the Connection ``conn_id``; ``[]`` without one."""
     try:
         from airflow.sdk import BaseHook
 
         conn = BaseHook.get_connection(conn_id)
-    except Exception:  # noqa: BLE001 - nothing to mask with
-        return text
+    except Exception:  # noqa: BLE001 - no Connection: nothing of its own to mask
+        return []
     secrets = [str(conn.password or "")]
     try:
         extra = conn.extra_dejson or {}
@@ -156,9 +184,18 @@ def mask_secrets(text: str, conn_id: str | None) -> str:
     for k, v in extra.items():
         if isinstance(v, str) and any(h in k.lower() for h in _SECRET_HINTS):
             secrets.append(v)
-    for secret in sorted((s for s in secrets if len(s) >= 4), key=len, reverse=True):
-        text = text.replace(secret, "***")
-    return text
+    return secrets
+
+
+def _require_connection(contract_id: str, action: str, uri: str, conn_id: str | None) -> None:
+    """Fail before the store is asked when ``conn_id`` names no Connection (module doc)."""
+    if not conn_id or conn_id in _KNOWN_CONNECTIONS:
+        return
+    try:
+        require_connection(conn_id, f"{contract_id}: cannot {action} {uri!r}")
+    except WarehouseConfigError as exc:
+        raise WarehouseConfigError(mask_secrets(str(exc), None)) from None
+    _KNOWN_CONNECTIONS.add(conn_id)
 
 
 def _fail(contract_id: str, action: str, uri: str, conn_id: str | None, exc: BaseException) -> Exception:
@@ -171,26 +208,37 @@ def _fail(contract_id: str, action: str, uri: str, conn_id: str | None, exc: Bas
         word in type(exc).__name__ for word in ("Connect", "Timeout", "Throttl")
     ):
         return ObjectStoreUnavailable(
-            f"{contract_id}: cannot {action} {uri!r} with Connection {conn_id!r}: the store did not answer: {reason}"
+            mask_secrets(
+                f"{contract_id}: cannot {action} {uri!r} with Connection {conn_id!r}: the store did not answer: {reason}",
+                None,
+            )
         )
     else:
         what = "failed"
-    return ObjectStoreError(f"{contract_id}: cannot {action} {uri!r} with Connection {conn_id!r}: {what}: {reason}")
+    return ObjectStoreError(
+        mask_secrets(f"{contract_id}: cannot {action} {uri!r} with Connection {conn_id!r}: {what}: {reason}", None)
+    )
 
 
 @contextmanager
 def _errors(contract_id: str, action: str, uri: str, conn_id: str | None) -> Iterator[None]:
+    _require_connection(contract_id, action, uri, conn_id)
     try:
         yield
-    except (ObjectStoreError, ObjectStoreUnavailable):
+    except (ObjectStoreError, ObjectStoreUnavailable, WarehouseConfigError):
         raise
     except ImportError as exc:
         raise ObjectStoreError(
-            f"{contract_id}: cannot {action} {uri!r}: no filesystem for scheme {_scheme(uri)!r} "
-            f"(install the Airflow provider that registers it): {exc}"
+            mask_secrets(
+                f"{contract_id}: cannot {action} {uri!r}: no filesystem for scheme {_scheme(uri)!r} "
+                f"(install the Airflow provider that registers it): {exc}",
+                conn_id,
+            )
         ) from exc
     except ValueError as exc:
-        raise ObjectStoreError(f"{contract_id}: cannot {action} {uri!r} with Connection {conn_id!r}: {exc}") from exc
+        raise ObjectStoreError(
+            mask_secrets(f"{contract_id}: cannot {action} {uri!r} with Connection {conn_id!r}: {exc}", conn_id)
+        ) from exc
     except Exception as exc:
         raise _fail(contract_id, action, uri, conn_id, exc) from exc
 

@@ -50,6 +50,7 @@ __all__ = [
     "WarehouseLocation",
     "default_duckdb_path",
     "open_warehouse",
+    "require_connection",
 ]
 
 log = logging.getLogger(__name__)
@@ -63,8 +64,10 @@ class WarehouseError(Exception):
 
 
 class WarehouseConfigError(WarehouseError):
-    """The warehouse configuration is wrong (a missing Connection, a DuckDB connection with a host,
-    a connection type without a DB-API hook): a retry cannot fix it."""
+    """A Connection the contract names does not exist (the warehouse's, and through
+    :func:`require_connection` an object store's or a source database's), or the warehouse
+    configuration is wrong (a DuckDB connection with a host, a connection type without a DB-API
+    hook): a retry cannot fix it."""
 
 
 @dataclass(frozen=True)
@@ -608,6 +611,35 @@ def _get_connection(conn_id: str) -> Any | None:
         return Connection.get(conn_id)
     except AirflowNotFoundException:
         return None
+
+
+def require_connection(conn_id: str, what: str) -> Any:
+    """The Airflow Connection ``conn_id`` that a contract names; never a stand-in for it.
+
+    Every runtime module that resolves a contract's Connection by id (the object store's, the
+    extract source's) asks here first, so a named Connection that does not exist fails the task at
+    once instead of being replaced by the worker's own identity: Airflow's providers log a warning
+    and carry on with an empty Connection (the Amazon provider's ``AwsGenericHook.conn_config``:
+    "Unable to find AWS Connection ID ..., switching to empty"), and boto then reads the
+    worker's environment variables or instance profile.
+
+    The lookup is the Task SDK's (``airflow.sdk.Connection.get``: the task's secrets backends,
+    ``AIRFLOW_CONN_<ID>`` environment variables, the API server), which raises
+    ``AirflowNotFoundException`` when no backend has the id.
+
+    :param conn_id: The Connection id as compiled into the manifest.
+    :param what: Who needs it, to open the message: ``"<contract id>: cannot list 's3://b/p/'"``.
+    :returns: The Connection (``airflow.sdk.Connection``).
+    :raises WarehouseConfigError: When no secrets backend defines ``conn_id``; the message is
+        ``what`` + the id + how to define it. Another failure of the lookup is raised as it is.
+    """
+    conn = _get_connection(conn_id)
+    if conn is None:
+        raise WarehouseConfigError(
+            f"{what}: the Connection {conn_id!r} does not exist; define it in Airflow (e.g. "
+            f"AIRFLOW_CONN_{conn_id.upper()}) — the worker's own credentials are never used in its place"
+        )
+    return conn
 
 
 def open_warehouse(conn_id: str | None) -> Warehouse:

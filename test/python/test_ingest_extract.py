@@ -117,7 +117,7 @@ def setup(servers: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPat
     load["inlets"] = ["billing.adjustments_extract"]
     manifest = write_manifest(tmp_path, [extract, load])
     yield {"client": client, "bucket": bucket, "src": src, "opener": opener, "manifest": manifest,
-           "landing": landing, "path": path, "root": tmp_path}
+           "landing": landing, "path": path, "root": tmp_path, "dags": {EXTRACT: extract, LOAD: load}}
     src.close()
 
 
@@ -311,3 +311,30 @@ def test_extract_and_load_lineage(setup: dict[str, Any], monkeypatch: pytest.Mon
     assert (read["namespace"], read["name"]) == (landing["namespace"], landing["name"])
     assert [f["uri"] for f in read["inputFacets"]["contractAssets_files"]["files"]] == [f["uri"] for f in written["files"]]
     assert read["inputFacets"]["inputStatistics"]["rowCount"] == 3
+
+
+@pytest.mark.parametrize("side", ["landing", "source"])
+def test_named_connection_that_does_not_exist_fails_at_once_not_with_the_worker_identity(
+    setup: dict[str, Any], servers: dict[str, Any], monkeypatch: pytest.MonkeyPatch, side: str
+) -> None:
+    """``landing.connection_id`` or ``source.connection_id`` names no Connection while the worker
+    holds valid credentials for the landing store: produce fails non-retryable, naming the
+    contract and the id, and nothing lands (issue 38; on 898d7c0 the landing files were written
+    with the environment's keys, and a missing source Connection failed with Airflow's own
+    "isn't defined")."""
+    s3 = servers["s3"]
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", s3["access_key"])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", s3["secret_key"])
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3["endpoint_url"])
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", s3["endpoint_url"])
+    monkeypatch.delenv("AIRFLOW_CONN_CA_MISSING", raising=False)
+    extract = json.loads(json.dumps(setup["dags"][EXTRACT]))
+    extract["runtime"][side]["connection_id"] = "ca_missing"
+    manifest = write_manifest(setup["root"], [extract])
+    with pytest.raises(stages.non_retryable_errors()) as info:
+        stages.produce(manifest, EXTRACT, run_identity(EXTRACT, "x-missing"), opener=setup["opener"])
+    message = str(info.value)
+    assert message.startswith(f"{EXTRACT}: cannot "), message
+    assert "the Connection 'ca_missing' does not exist" in message and "AIRFLOW_CONN_CA_MISSING" in message
+    assert keys_under(setup, "billing/") == []

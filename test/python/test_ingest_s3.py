@@ -269,3 +269,86 @@ def test_lineage_names_the_bucket_and_lists_the_objects(
     assert complete["outputs"][0]["outputFacets"]["outputStatistics"]["rowCount"] == 3
     text = events.read_text(encoding="utf-8")
     assert bucket["server"]["secret_key"] not in text and bucket["server"]["access_key"] not in text
+
+
+def ambient_identity(monkeypatch: pytest.MonkeyPatch, server: dict[str, Any]) -> None:
+    """Valid AWS credentials in the worker's environment, and the moto server as boto's default
+    S3 endpoint: with them, a read that falls back to the worker's identity succeeds."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", server["access_key"])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", server["secret_key"])
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", server["endpoint_url"])
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", server["endpoint_url"])
+
+
+def test_named_connection_that_does_not_exist_fails_at_once_not_with_the_worker_identity(
+    bucket: dict[str, Any], env: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``source.connection_id`` names no Connection while the worker holds valid credentials for
+    the store: produce fails non-retryable, naming the contract and the Connection id, before any
+    object is listed or read (issue 38; on 898d7c0 the Amazon provider logged "Unable to find AWS
+    Connection ID" and the load read the objects with the environment's keys)."""
+    put(bucket, "orders/a.csv", csv_rows(("001", "1.00", "open", "2026-01-01T00:00:00Z")))
+    ambient_identity(monkeypatch, bucket["server"])
+    monkeypatch.delenv("AIRFLOW_CONN_CA_S3_MISSING", raising=False)
+    uri = f"s3://{bucket['name']}/orders/"
+    dag = ingest_dag(uri, conn_id="ca_s3_missing")
+    manifest = write_manifest(env["root"], [dag])
+    run = run_identity(CONTRACT, "missing")
+    with pytest.raises(stages.non_retryable_errors()) as info:
+        stages.produce(manifest, CONTRACT, run, opener=env["opener"])
+    message = str(info.value)
+    assert message.startswith(f"{CONTRACT}: cannot list {uri!r}: the Connection 'ca_s3_missing' does not exist"), message
+    assert "AIRFLOW_CONN_CA_S3_MISSING" in message
+    with DuckDBWarehouse(env["path"]) as wh:
+        assert run_objects(wh, CONTRACT, "orders", "missing", "staged") == []
+        assert not wh.table_exists(stages.staging_tables(dag, run)["orders"])
+
+    # Through the operator, the task fails at once (AirflowFailException, never retried).
+    from airflow.sdk.exceptions import AirflowFailException
+    from contract_runtime.operators import ProduceOperator
+    from test_runtime_operators import FakeTI, context
+
+    monkeypatch.setenv("AIRFLOW_CONN_WAREHOUSE", f"duckdb://{env['path']}")
+    operator = ProduceOperator(task_id="produce", contract_id=CONTRACT, manifest_path=manifest)
+    with pytest.raises(AirflowFailException, match="the Connection 'ca_s3_missing' does not exist"):
+        operator.execute(context(FakeTI()))
+
+
+def test_without_connection_id_the_store_is_read_with_the_providers_defaults(
+    bucket: dict[str, Any], env: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No ``source.connection_id`` is the documented other case: the provider's default
+    credentials (for ``s3`` boto's chain, here the environment), so the objects load."""
+    put(bucket, "orders/a.csv", csv_rows(("001", "1.00", "open", "2026-01-01T00:00:00Z")))
+    ambient_identity(monkeypatch, bucket["server"])
+    dag = ingest_dag(f"s3://{bucket['name']}/orders/", incremental=False)
+    del dag["runtime"]["source"]["connection_id"]
+    got = run_all(env, dag, "defaults")
+    assert got["produce"]["connection_id"] is None
+    assert target_rows(env) == [("001", "open")]
+
+
+def test_store_messages_mask_query_string_credentials(
+    bucket: dict[str, Any], env: dict[str, Any], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A signed URL's signature (``X-Amz-Signature``, ``X-Amz-Credential``, Azure's ``sig``) in a
+    URI never reaches the task's error, its log or the FAIL event's facet."""
+    events = env["root"] / "lineage.jsonl"
+    use_file_transport(monkeypatch, events)
+    signature = "5d41402abc4b2a76b9719d911017c592sig"
+    uri = (
+        f"s3://ca-no-such-bucket/orders/?X-Amz-Credential=AKIAEXAMPLE%2F20261207&X-Amz-Signature={signature}"
+        f"&sig={signature}&X-Amz-Expires=60"
+    )
+    dag = ingest_dag(uri)
+    manifest = write_manifest(env["root"], [dag])
+    run = run_identity(CONTRACT, "signed")
+    with pytest.raises(stages.NonRetryableError) as info:
+        stages.produce(manifest, CONTRACT, run, opener=env["opener"])
+    message = str(info.value)
+    assert "X-Amz-Signature=***" in message and "sig=***" in message and "X-Amz-Credential=***" in message
+    assert "X-Amz-Expires=60" in message
+    stages.lineage_fail(manifest, CONTRACT, run, info.value, "produce")
+    for text in (message, events.read_text(encoding="utf-8"), caplog.text):
+        assert signature not in text and "AKIAEXAMPLE" not in text

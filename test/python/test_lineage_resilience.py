@@ -26,7 +26,13 @@ from contract_runtime.lineage.identity import (
     sql_warehouse_namespace,
     uri_identity,
 )
-from contract_runtime.lineage.redact import is_secret_key, mask_text, strip_userinfo
+from contract_runtime.redact import (
+    is_query_credential,
+    is_secret_key,
+    mask_text,
+    mask_uri_credentials,
+    strip_userinfo,
+)
 from lineage_testkit import (
     HttpBackend,
     clear_lineage_budgets,
@@ -433,6 +439,36 @@ def test_secret_key_rule_and_text_masking() -> None:
         mask_text("see s3://AK:SK@bucket/key and secret_key='abc def'")
         == "see s3://***@bucket/key and secret_key=***"
     )
+
+
+def test_query_string_credentials_are_masked_in_text() -> None:
+    """Signed URLs (Azure SAS, AWS SigV4 and SigV2, GCS V4) and tokens in a query string keep
+    their other parameters and lose their credentials, in plain, quoted and JSON text."""
+    cases = {
+        "read 'https://acct.blob.core.windows.net/c/o.csv?sv=2022-11-02&se=2026-12-08&sig=AbC%2Bd%3D'":
+            "read 'https://acct.blob.core.windows.net/c/o.csv?sv=2022-11-02&se=2026-12-08&sig=***'",
+        "s3://b/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIAX%2F20261207&X-Amz-Signature=ab12"
+        "&X-Amz-Security-Token=FQoG&X-Amz-Expires=60":
+            "s3://b/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=***&X-Amz-Signature=***"
+            "&X-Amz-Security-Token=***&X-Amz-Expires=60",
+        "https://s3.amazonaws.com/b/k?AWSAccessKeyId=AKIAX&Expires=1&Signature=c2ln":
+            "https://s3.amazonaws.com/b/k?AWSAccessKeyId=***&Expires=1&Signature=***",
+        "https://storage.googleapis.com/b/o?X-Goog-Credential=sa%40p&X-Goog-Signature=0f0f&X-Goog-Date=2026":
+            "https://storage.googleapis.com/b/o?X-Goog-Credential=***&X-Goog-Signature=***&X-Goog-Date=2026",
+        '{"uri": "https://api.example.com/x?access_token=ya29.abc&page=2"}':
+            '{"uri": "https://api.example.com/x?access_token=***&page=2"}',
+        "https://h/x?password=pw1&apiKey=k1&key=AIzaSyA": "https://h/x?password=***&apiKey=***&key=***",
+        "https://h/x?sv=2022&sig=&page=1": "https://h/x?sv=2022&sig=&page=1",
+    }
+    for text, masked in cases.items():
+        assert mask_uri_credentials(text) == masked, text
+        assert mask_text(text) == masked, text
+    for name in ("sig", "SIG", "X-Amz-Signature", "x_amz_credential", "X%2DGoog%2DSignature", "client_secret", "pwd"):
+        assert is_query_credential(name), name
+    for name in ("sv", "se", "sp", "X-Amz-Expires", "X-Amz-Date", "X-Goog-Date", "page", "prefix", "format"):
+        assert not is_query_credential(name), name
+    # Only URI credentials: a column named like a secret stays readable in a producer's message.
+    assert mask_uri_credentials("type changed [auth_token: string -> integer]") == "type changed [auth_token: string -> integer]"
 
 
 def test_namespace_helpers_follow_openlineage_naming() -> None:

@@ -1,18 +1,23 @@
 import { createDiagnostic, Diagnostics } from "../../diagnostics/catalogue.js";
 import type { SourceLocation } from "../../diagnostics/diagnostic.js";
 import type { NodePath } from "../../parse/parseDocument.js";
-import { airflowRefusal, MAX_ASSET_TEXT, uriScheme } from "../../support/uri.js";
+import { maskSecrets } from "../../support/secrets.js";
+import { airflowRefusal, MAX_ASSET_TEXT, queryCredential, uriScheme } from "../../support/uri.js";
 import type { DocumentRule, RuleContext } from "./rule.js";
 
 const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
 
 /**
- * Every Asset URI is non-empty, not blank, ASCII, at most 1500 characters, free of user info and
- * of unresolved placeholders, has a scheme, and does not use the reserved `airflow` scheme.
+ * Every Asset URI is non-empty, not blank, ASCII, at most 1500 characters, free of user info, of
+ * credentials in its query string (CA3049: a signed URL's `sig=`, `X-Amz-Signature=`, a `token=`,
+ * `isQueryCredential`) and of unresolved placeholders, has a scheme, and does not use the
+ * reserved `airflow` scheme.
  *
  * Why: Airflow rejects some of these only when the DAG is parsed or stored, silently drops user
- * info (leaking the credential into the file and the logs), and stores non-ASCII URIs differently
- * per database backend.
+ * info (leaking the credential into the file and the logs), keeps a query string as part of the
+ * Asset URI (so a signature would be in the manifest, the DAG module, the ODCS export and
+ * Airflow's database), and stores non-ASCII URIs differently per database backend. Both
+ * credential messages carry the URI masked (`maskSecrets`).
  */
 export function checkUri(uri: string, path: NodePath, context: RuleContext): void {
   // Located only for a finding: every URI of a project is checked, and nearly all pass.
@@ -41,8 +46,17 @@ export function checkUri(uri: string, path: NodePath, context: RuleContext): voi
   const authority = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/([^/]*)/.exec(uri)?.[1] ?? "";
   if (authority.includes("@")) {
     report(
-      createDiagnostic(Diagnostics.UriUserInfo, { uri }, at(), {
+      createDiagnostic(Diagnostics.UriUserInfo, { uri: maskSecrets(uri) }, at(), {
         hint: "remove the user info and name an Airflow Connection in connection_id instead",
+      }),
+    );
+    return;
+  }
+  const parameter = queryCredential(uri);
+  if (parameter !== undefined) {
+    report(
+      createDiagnostic(Diagnostics.UriQueryCredential, { uri: maskSecrets(uri), parameter }, at(), {
+        hint: "remove it from the uri and keep the credential in the Airflow Connection named by connection_id",
       }),
     );
     return;

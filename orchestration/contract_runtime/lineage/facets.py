@@ -38,7 +38,7 @@ from openlineage.client.facet_v2 import (
 )
 
 from contract_runtime import __version__
-from contract_runtime.lineage.redact import mask_params, mask_text
+from contract_runtime.redact import mask_params, mask_text
 
 __all__ = [
     "INTEGRATION",
@@ -265,7 +265,7 @@ def provenance_facet(
     :param git_commit: ``(commit, source)`` from :func:`resolve_git_commit`, or None.
     :param run: The run identity: its DAG bundle (:func:`dag_bundle`) and the upstream batches it
         consumed (:func:`consumed_batches`).
-    :returns: The facet; producer params masked (:func:`~contract_runtime.lineage.redact.mask_params`).
+    :returns: The facet; producer params masked (:func:`~contract_runtime.redact.mask_params`).
         A compiled manifest always has the contract path, hashes and version; a field missing from
         a hand-made manifest is left out rather than costing the whole event.
     """

@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from typing import Any, cast
 from urllib.parse import unquote, urlsplit
 
-from contract_runtime.lineage.redact import strip_userinfo
+from contract_runtime.redact import strip_userinfo
 
 __all__ = [
     "PROVIDER_CONVERTED_SCHEMES",

@@ -35,7 +35,7 @@ from typing import Any
 
 from openlineage.client.event_v2 import RunEvent
 
-from contract_runtime.lineage.redact import mask_text
+from contract_runtime.redact import mask_text
 from contract_runtime.lineage.shrink import shrink_event
 
 __all__ = [

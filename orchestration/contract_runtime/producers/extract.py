@@ -125,14 +125,27 @@ def _observed_type(values: Sequence[Any]) -> str:
 
 
 def _read_database(request: ProduceRequest, source: Mapping[str, Any]) -> tuple[list[str], list[tuple[Any, ...]]]:
-    from airflow.sdk import BaseHook
+    """The source's column names and rows, read through ``source.connection_id``'s DB-API hook.
+
+    :raises WarehouseConfigError: ``source.connection_id`` is absent or names no Connection
+        (:func:`~contract_runtime.warehouse.require_connection`; never the worker's defaults).
+    :raises ProducerError: The table, a column or the query is wrong.
+    :raises ExtractSourceUnavailable: The database did not answer (retryable).
+    """
+    from contract_runtime.warehouse import WarehouseConfigError, require_connection
 
     conn_id = source.get("connection_id")
     query = source_query(source)
     what = source.get("table") or "query"
+    if not conn_id:
+        # A database has no anonymous default: without a Connection there is nothing to read.
+        raise WarehouseConfigError(
+            f"{request.contract_id}: cannot extract {what!r}: source.connection_id is not set; "
+            "name the Airflow Connection of the source database"
+        )
+    # get_hook() is untyped: the hook is any common-sql (DB-API) hook
+    source_conn: Any = require_connection(str(conn_id), f"{request.contract_id}: cannot extract {what!r}")
     try:
-        # get_hook() is untyped: the hook is any common-sql (DB-API) hook
-        source_conn: Any = BaseHook.get_connection(str(conn_id))
         hook = source_conn.get_hook()
         with contextlib.closing(hook.get_conn()) as connection:
             cursor = connection.cursor()
@@ -145,9 +158,7 @@ def _read_database(request: ProduceRequest, source: Mapping[str, Any]) -> tuple[
     except Exception as exc:
         reason = objectstore.mask_secrets(f"{type(exc).__name__}: {exc}".strip(), str(conn_id))
         message = f"{request.contract_id}: cannot extract {what!r} with Connection {conn_id!r}: {reason}"
-        if type(exc).__name__ in ("ProgrammingError", "UndefinedTable", "UndefinedColumn", "SyntaxError") or (
-            "AirflowNotFoundException" in type(exc).__name__
-        ):
+        if type(exc).__name__ in ("ProgrammingError", "UndefinedTable", "UndefinedColumn", "SyntaxError"):
             raise ProducerError(message) from exc
         raise ExtractSourceUnavailable(message) from exc
     return names, rows

@@ -10,9 +10,11 @@ event:
   :data:`MASK`, at any depth (:func:`mask_params`). The rule is deliberately broad: a
   ``partition_key`` parameter is masked too, because a lost provenance detail costs less than a
   leaked credential.
-* Free text (error messages, stack traces) is scrubbed of ``user:password@`` in URIs and of
-  ``<secret-like key>=<value>`` pairs; when the Airflow task SDK is importable, its secrets masker
-  (which knows every connection password and variable the task touched) runs as well.
+* Free text (error messages, stack traces) is scrubbed of ``user:password@`` in URIs, of
+  query-string credentials (a signed URL's ``sig=``, ``X-Amz-Signature=``, ``X-Goog-Signature=``,
+  ``token=``…, :func:`is_query_credential`) and of ``<secret-like key>=<value>`` pairs; when the
+  Airflow task SDK is importable, its secrets masker (which knows every connection password and
+  variable the task touched) runs as well.
 """
 
 from __future__ import annotations
@@ -21,9 +23,17 @@ import re
 import sys
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
-__all__ = ["MASK", "is_secret_key", "mask_params", "mask_text", "strip_userinfo"]
+__all__ = [
+    "MASK",
+    "is_query_credential",
+    "is_secret_key",
+    "mask_params",
+    "mask_text",
+    "mask_uri_credentials",
+    "strip_userinfo",
+]
 
 #: Replacement for a masked value.
 MASK: str = "***"
@@ -51,12 +61,31 @@ _USERINFO_IN_TEXT = re.compile(
     r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)(?P<userinfo>[^\s/@'\"<>]+)@"
 )
 
+# The query-string credentials of ADR 0027, the compiler's list (compiler/support/secrets.ts,
+# QUERY_CREDENTIAL_NAMES and QUERY_CREDENTIAL_PARTS): a name, percent-decoded, lower-cased and
+# without "-", "_" and ".", that is one of these ...
+_QUERY_CREDENTIAL_NAMES: frozenset[str] = frozenset({"sig", "awsaccesskeyid", "googleaccessid", "pwd", "key"})
+# ... or contains one of these.
+_QUERY_CREDENTIAL_PARTS: tuple[str, ...] = (
+    "password",
+    "passwd",
+    "passphrase",
+    "secret",
+    "signature",
+    "credential",
+    "token",
+    "apikey",
+)
+# ?name=value or &name=value inside any text; the value ends where a URI, a quoted string or a
+# sentence would.
+_QUERY_PAIR = re.compile(r"(?P<lead>[?&](?P<name>[^=&#\s\"'<>\\]+)=)(?P<value>[^&#\s\"'<>\\,;)\]}]*)")
+
 # <secret-like key> = value  or  <secret-like key>: value  (quoted or bare value)
 _SECRET_ASSIGNMENT = re.compile(
     r"(?P<key>\b[\w.\-]*(?:password|passwd|passphrase|secret|token|api[_\-]?key|access[_\-]?key|"
     r"private[_\-]?key|credential)[\w.\-]*)"
     r"(?P<sep>['\"]?\s*[=:]\s*)"
-    r"(?P<value>\"[^\"]*\"|'[^']*'|[^\s,;&)\]}]+)",
+    r"(?P<value>\"[^\"]*\"|'[^']*'|[^\s,;&)\]}\"']+)",
     re.IGNORECASE,
 )
 
@@ -74,6 +103,21 @@ def is_secret_key(key: str) -> bool:
         return True
     words = {word.lower() for word in _WORD.findall(key)}
     return bool(words & _SECRET_WORDS)
+
+
+def is_query_credential(name: str) -> bool:
+    """Tell whether a URI query parameter carries a credential (ADR 0027).
+
+    The runtime masks more than the compiler refuses: ``key`` is masked whatever its value (the
+    compiler refuses it only when it holds a Google API key), as :func:`is_secret_key` masks a
+    ``key`` parameter.
+
+    :param name: The parameter name as written (``X-Amz-Signature``, ``sig``, ``X%2DAmz%2DSignature``).
+    :returns: True for a signed URL's signature or credential, a token, a password, a secret, an
+        API key.
+    """
+    folded = unquote_plus(name).lower().replace("-", "").replace("_", "").replace(".", "")
+    return folded in _QUERY_CREDENTIAL_NAMES or any(part in folded for part in _QUERY_CREDENTIAL_PARTS)
 
 
 def strip_userinfo(uri: str) -> str:
@@ -98,14 +142,34 @@ def mask_text(text: str) -> str:
     """Mask credentials inside free text (messages, stack traces, parameter values).
 
     :param text: Any text.
-    :returns: The text with URI user-info and secret-like assignments replaced by :data:`MASK`,
-        then passed through Airflow's secrets masker when that is available.
+    :returns: The text with URI user-info, query-string credentials (:func:`is_query_credential`)
+        and secret-like assignments replaced by :data:`MASK`, then passed through Airflow's
+        secrets masker when that is available.
     """
-    masked = _USERINFO_IN_TEXT.sub(lambda m: f"{m.group('scheme')}{MASK}@", text)
     masked = _SECRET_ASSIGNMENT.sub(
-        lambda m: f"{m.group('key')}{m.group('sep')}{MASK}", masked
+        lambda m: f"{m.group('key')}{m.group('sep')}{MASK}", mask_uri_credentials(text)
     )
     return _airflow_redact(masked)
+
+
+def mask_uri_credentials(text: str) -> str:
+    """Mask the credentials a URI carries inside any text: user info and query-string credentials.
+
+    The narrow part of :func:`mask_text`, for messages that also name data (columns, values) a
+    ``<secret key>: value`` rule would blank: the producers' errors (``ProducerError``).
+
+    :param text: Any text.
+    :returns: The text with ``scheme://user:password@`` as ``scheme://***@`` and the value of
+        every ``?name=value`` / ``&name=value`` whose name :func:`is_query_credential` as ``***``
+        (``…?sv=2022&sig=***``).
+    """
+    masked = _USERINFO_IN_TEXT.sub(lambda m: f"{m.group('scheme')}{MASK}@", text) if "://" in text else text
+    if "=" in masked:
+        masked = _QUERY_PAIR.sub(
+            lambda m: f"{m.group('lead')}{MASK}" if m.group("value") and is_query_credential(m.group("name")) else m.group(0),
+            masked,
+        )
+    return masked
 
 
 def mask_params(value: Any) -> Any:

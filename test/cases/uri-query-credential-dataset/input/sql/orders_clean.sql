@@ -1,0 +1,1 @@
+select 'o1' as order_id
