@@ -19,6 +19,9 @@ const CASES = ["freshness-monitor-and-deadlines", "yaml12-float-in-extra-and-par
 
 function project(name: string, previous?: string): string {
   const root = fs.mkdtempSync(path.join(fs.realpathSync(os.tmpdir()), "ca-v1-"));
+  // The config of test/cases/_base under the case's input, as the golden runner lays it (the
+  // fixtures were compiled so: a compile without it differs in defaults and lineage namespace).
+  fs.cpSync(path.join(REPO, "test", "cases", "_base"), root, { recursive: true });
   fs.cpSync(path.join(REPO, "test", "cases", name, "input"), root, { recursive: true });
   if (previous !== undefined) {
     fs.mkdirSync(path.join(root, "generated"), { recursive: true });
