@@ -135,6 +135,30 @@ describe("a splice", () => {
     expect(c.diagnostics).toEqual(b.diagnostics);
   });
 
+  it("reports a lineage identity clash with a file outside the neighbourhood, as a whole compile does (CA4020)", async () => {
+    const root = copies();
+    adopt(root);
+    const files = fs.readdirSync(path.join(root, "contracts"), { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(".yaml")).sort();
+    const declare = (file: string): void => {
+      const at = path.join(root, "contracts", file);
+      const text = fs.readFileSync(at, "utf8");
+      const next = text.replace(/^( {2}- name: \S+\n)/m, `$1    physical: {namespace: "postgres://wh:5432", name: analytics.public.orders}\n`);
+      expect(next).not.toBe(text);
+      fs.writeFileSync(at, next);
+    };
+    declare(files[0]!);
+    await new Promise((resolve) => setTimeout(resolve, 2100));
+    const first = compile(root, true);
+    expect(first.diagnostics.filter((d) => d.severity === "error")).toEqual([]);
+    expect(fs.existsSync(path.join(root, STATE_FOLDER, `${STATE_KEY}.bin`))).toBe(true);
+    // A file that neither reads the first nor is read by it now declares the same identity.
+    declare(files[files.length - 1]!);
+    const second = compile(root, true);
+    const clash = second.diagnostics.filter((d) => d.code === "CA4020");
+    expect(clash.map((d) => [d.location?.file, d.related[0]?.location.file])).toEqual([[`contracts/${files[files.length - 1]}`, `contracts/${files[0]}`]]);
+    expect(second.cache?.splice).toBeUndefined();
+  });
+
   it("leaves no state after a compile with an error, so the next compile is a whole one", () => {
     const root = copies();
     adopt(root);
