@@ -255,6 +255,7 @@ async function driftApplyCommand(root: string, proposalPath: string, io: CliIo):
  */
 async function initCommand(dir: string | undefined, options: CommonOptions, io: CliIo): Promise<number> {
   const { initRepository } = await import("./pipeline.js");
+  const { shellQuote } = await import("./report/initCommand.js");
   const { formatDiagnostics } = await import("./diagnostics/format.js");
   const base = rootOf(options);
   const given = dir ?? ".";
@@ -271,10 +272,10 @@ async function initCommand(dir: string | undefined, options: CommonOptions, io: 
   }
   const where = shown === "." ? "the current folder" : shown;
   io.stdout(`initialised a contracts repository in ${where}:\n${result.value.map((f) => `  ${f}\n`).join("")}`);
-  // `cd` from where the command ran, which `--root` may not be.
+  // `cd` from where the command ran, which `--root` may not be; quoted, so that the line works when pasted.
   const from = path.relative(process.cwd(), path.resolve(base, given)).split(path.sep).join("/");
   io.stdout(
-    `next: ${from === "" ? "" : `cd ${from} && `}npm install && npx contract-assets compile (README.md has the next steps; ` +
+    `next: ${from === "" ? "" : `cd ${shellQuote(from, { path: true })} && `}npm install && npx contract-assets compile (README.md has the next steps; ` +
       `where no registry serves contract-assets, install its tarball instead: npm install --save-dev <path>/contract-assets-${COMPILER_VERSION}.tgz)\n`,
   );
   return EXIT_OK;
