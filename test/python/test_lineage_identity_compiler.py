@@ -14,8 +14,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
-from contract_runtime.lineage.identity import equivalent_asset_dataset, sql_warehouse_namespace, uri_identity
+from contract_runtime.lineage.identity import (
+    equivalent_asset_dataset,
+    sql_warehouse_namespace,
+    uri_identity,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
