@@ -151,7 +151,7 @@ async function compileCommand(options: CompileFlags, mode: "compile" | "validate
 }
 
 async function withProject(options: CommonOptions, io: CliIo, body: (r: import("./pipeline.js").CompileResult) => number): Promise<number> {
-  const { compileProject } = await import("./pipeline.js");
+  const { compileProject, isCacheNote } = await import("./pipeline.js");
   const { defaultLayout } = await import("./discover/discoverProject.js");
   const { formatDiagnostics } = await import("./diagnostics/format.js");
   const { hasErrors } = await import("./diagnostics/diagnostic.js");
@@ -160,6 +160,9 @@ async function withProject(options: CommonOptions, io: CliIo, body: (r: import("
     io.stderr(formatDiagnostics(result.diagnostics, "text", (f) => result.sources.get(f)));
     return EXIT_INPUT;
   }
+  // A clean compile's findings are not this command's to print, but a cache entry it could not use is noted as every compile notes it.
+  const notes = result.diagnostics.filter(isCacheNote);
+  if (notes.length > 0) io.stderr(formatDiagnostics(notes, "text", (f) => result.sources.get(f)));
   return body(result);
 }
 
