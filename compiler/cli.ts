@@ -151,7 +151,7 @@ async function compileCommand(options: CompileFlags, mode: "compile" | "validate
 }
 
 async function withProject(options: CommonOptions, io: CliIo, body: (r: import("./pipeline.js").CompileResult) => number): Promise<number> {
-  const { compileProject } = await import("./pipeline.js");
+  const { compileProject, isCacheNote } = await import("./pipeline.js");
   const { defaultLayout } = await import("./discover/discoverProject.js");
   const { formatDiagnostics } = await import("./diagnostics/format.js");
   const { hasErrors } = await import("./diagnostics/diagnostic.js");
@@ -160,6 +160,9 @@ async function withProject(options: CommonOptions, io: CliIo, body: (r: import("
     io.stderr(formatDiagnostics(result.diagnostics, "text", (f) => result.sources.get(f)));
     return EXIT_INPUT;
   }
+  // A clean compile's findings are not this command's to print, but a cache entry it could not use is noted as every compile notes it.
+  const notes = result.diagnostics.filter(isCacheNote);
+  if (notes.length > 0) io.stderr(formatDiagnostics(notes, "text", (f) => result.sources.get(f)));
   return body(result);
 }
 
@@ -255,6 +258,7 @@ async function driftApplyCommand(root: string, proposalPath: string, io: CliIo):
  */
 async function initCommand(dir: string | undefined, options: CommonOptions, io: CliIo): Promise<number> {
   const { initRepository } = await import("./pipeline.js");
+  const { shellQuote } = await import("./report/initCommand.js");
   const { formatDiagnostics } = await import("./diagnostics/format.js");
   const base = rootOf(options);
   const given = dir ?? ".";
@@ -271,10 +275,10 @@ async function initCommand(dir: string | undefined, options: CommonOptions, io: 
   }
   const where = shown === "." ? "the current folder" : shown;
   io.stdout(`initialised a contracts repository in ${where}:\n${result.value.map((f) => `  ${f}\n`).join("")}`);
-  // `cd` from where the command ran, which `--root` may not be.
+  // `cd` from where the command ran, which `--root` may not be; quoted, so that the line works when pasted.
   const from = path.relative(process.cwd(), path.resolve(base, given)).split(path.sep).join("/");
   io.stdout(
-    `next: ${from === "" ? "" : `cd ${from} && `}npm install && npx contract-assets compile (README.md has the next steps; ` +
+    `next: ${from === "" ? "" : `cd ${shellQuote(from, { path: true })} && `}npm install && npx contract-assets compile (README.md has the next steps; ` +
       `where no registry serves contract-assets, install its tarball instead: npm install --save-dev <path>/contract-assets-${COMPILER_VERSION}.tgz)\n`,
   );
   return EXIT_OK;

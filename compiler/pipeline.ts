@@ -14,7 +14,7 @@ import type { DagPlan, ManifestAsset } from "./model/manifest.js";
 import { MANIFEST_VERSION } from "./model/manifest.js";
 import { isOdcsDocument } from "./model/odcs.js";
 import { referencedPaths } from "./model/references.js";
-import { CACHE_FOLDER, cacheContext, NO_CACHE_ENTRY, openParseCache, PARSE_CACHE_FOLDER, parseCacheKeys, parseCacheNotes, parseCacheWriter } from "./parse/parseCache.js";
+import { CACHE_FOLDER, cacheContext, NO_CACHE_ENTRY, openParseCache, PARSE_CACHE_FOLDER, parseCacheKeys, parseCacheNotes, parseCacheWriter, type ParseCacheProblems } from "./parse/parseCache.js";
 import { parseContracts } from "./parse/parseContracts.js";
 import { parseDocument, type ParsedDocument } from "./parse/parseDocument.js";
 import { planDags } from "./plan/planDags.js";
@@ -82,6 +82,8 @@ export interface CompileResult {
   counts?: { dags: number; assets: number };
   /** With `subset`: the manifest's text, and the record cache's keys and places of each record in it. */
   subset?: { text: string; keys: RecordKeys; placed: ReadonlyArray<readonly number[]>; named: readonly string[] };
+  /** With `subset`: the parse cache entries it read and could not use (their CA1950 is the caller's to report). */
+  cacheProblems?: ParseCacheProblems;
 }
 
 /** Options of a compile; the CLI's flags, and hooks for tests. */
@@ -180,10 +182,14 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
   const diagnostics: Diagnostic[] = [];
   // A warm compile of few changed files: only they and their neighbours are compiled (ADR 0022).
   const spliceNotes: Diagnostic[] = [];
+  // Entries a splice not taken read and could not use: it has parsed their files again and written
+  // new entries, so this compile finds them sound and must note them as its own (CA1950).
+  const spliceProblems: ParseCacheProblems = new Map();
   if (options.splice && options.cache && options.write === "write" && !options.subset && !options.previousManifest && options.against === undefined && !options.diff && !options.overlay && !options.keepFiles && !options.reorder) {
     const spliced = spliceCompile(layout, startedAt);
     if ("result" in spliced) return spliced.result;
     spliceNotes.push(...spliced.notes);
+    for (const [file, problem] of spliced.problems ?? []) spliceProblems.set(file, problem);
   }
   const sources = new Map<string, string>();
   // Entries are of this build of the parse and validate stages.
@@ -256,7 +262,10 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
   const configs = parseContracts(discovered.value.configs, { ...parseOptions(true), ...(parseCache ? { cache: parseCache } : {}) });
   diagnostics.push(...contracts.diagnostics, ...configs.diagnostics);
   const cached = parseCache && cacheWrite!.finish(options.subset ? options.subset.keep : new Set(parseCache.keys.values()));
-  if (parseCache) diagnostics.push(...parseCacheNotes(parseCache), ...cached!.diagnostics);
+  if (parseCache) {
+    for (const [file, problem] of spliceProblems) if (!parseCache.problems.has(file)) parseCache.problems.set(file, problem);
+    diagnostics.push(...parseCacheNotes(parseCache), ...cached!.diagnostics);
+  }
 
   // The files the documents name (SQL producers, dbt manifests) are read now, before any stage
   // interprets a document: from here on every stage works in memory.
@@ -345,6 +354,7 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
   result.manifest = manifest;
   if (options.subset) {
     result.subset = { text: manifestText.text!, keys: records!.keys, placed: records!.placed(), named: named.map((r) => r.path) };
+    if (parseCache) result.cacheProblems = parseCache.problems;
     result.diagnostics = sortDiagnostics(diagnostics);
     return result;
   }
@@ -642,6 +652,15 @@ export function internalError(error: unknown): Diagnostic {
 
 /** The notes of the incremental cache: a compile that said nothing else leaves a compile state (ADR 0022). */
 const CACHE_NOTES: ReadonlySet<string> = new Set(["CA1950", "CA1951", "CA1952", "CA1953", "CA9950", "CA9951", "CA9952", "CA9953"]);
+
+/**
+ * Whether `diagnostic` is a note of the incremental cache (an entry or index ignored, or not
+ * written: CA1950–CA1953, CA9950–CA9953). Every command that compiles with the cache reports them,
+ * also one that prints nothing else of a clean compile (`graph`, `explain`).
+ */
+export function isCacheNote(diagnostic: Diagnostic): boolean {
+  return CACHE_NOTES.has(diagnostic.code);
+}
 /** A splice compiles at most this many changed contract files (ADR 0022), */
 export const MAX_SPLICE_CHANGED = 32;
 /** and at most this many files with their neighbours; beyond, the whole project is compiled. */
@@ -664,13 +683,17 @@ export const MAX_SPLICE_COMPILED = 512;
 function spliceCompile(layout: ProjectLayout, since: bigint): { result: CompileResult } | NoSplice {
   const read = readSpliceBase(layout, since);
   if (!("base" in read)) return read;
-  const edit = compileNeighbourhood(layout, read.base);
+  const problems: ParseCacheProblems = new Map();
+  const edit = compileNeighbourhood(layout, read.base, problems);
   const result = edit && writeSplice(layout, read.base, edit, since);
-  return result ? { result } : noSplice();
+  return result ? { result } : { notes: [], problems };
 }
 
-/** A splice not taken: the notes to report (CA1953 of a damaged or foreign state), often none. */
-type NoSplice = { notes: Diagnostic[] };
+/**
+ * A splice not taken: the notes to report (CA1953 of a damaged or foreign state), often none, and
+ * the parse cache entries the neighbourhood's compile read and could not use (for CA1950).
+ */
+type NoSplice = { notes: Diagnostic[]; problems?: ParseCacheProblems };
 const noSplice = (): NoSplice => ({ notes: [] });
 
 /** What a splice starts from: the last compile state, and the project's files found as it describes them (ADR 0022). */
@@ -768,17 +791,21 @@ interface SpliceEdit {
   rerendered: Map<string, { text: string; key: Buffer }>;
   /** What a whole compile would report: the state's findings, those of K and C made anew. */
   reported: Diagnostic[];
+  /** The cache notes of the neighbourhood's compile (a damaged entry it read: CA1950), reported by the splice but never kept in the state. */
+  notes: Diagnostic[];
 }
 
 /**
  * Compiles K with its neighbourhood (`compileProject` with `subset`) and takes from it K's
  * records and the modules of K and C, when a whole compile could not give other records, modules
  * or findings; undefined when it could (the whole project is then compiled). With no K, nothing
- * is compiled: the state's findings and no record or module.
+ * is compiled: the state's findings and no record or module. Every parse cache entry the
+ * neighbourhood's compile read and could not use goes into `problems` (taken or not, the compile
+ * reports CA1950 for it: the splice from the neighbourhood's notes, a whole compile from these).
  */
-function compileNeighbourhood(layout: ProjectLayout, base: SpliceBase): SpliceEdit | undefined {
+function compileNeighbourhood(layout: ProjectLayout, base: SpliceBase, problems: ParseCacheProblems): SpliceEdit | undefined {
   const { state, changed: K, index } = base;
-  if (K.size === 0) return { compiled: [], replaced: [], rerendered: new Map(), reported: state.diagnostics };
+  if (K.size === 0) return { compiled: [], replaced: [], rerendered: new Map(), reported: state.diagnostics, notes: [] };
   const consumers = new Set<number>();
   state.reads.forEach((from, i) => {
     if (!K.has(i) && from.some((f) => K.has(f))) consumers.add(i);
@@ -796,6 +823,7 @@ function compileNeighbourhood(layout: ProjectLayout, base: SpliceBase): SpliceEd
   }
   const keep = new Set([...base.keys, ...parseCacheKeys(base.configFiles, base.context).values()]);
   const sub = compileProject(layout, { cache: true, workers: 0, subset: { contracts: subFiles, configs: base.configFiles, keep } });
+  for (const [file, problem] of sub.cacheProblems ?? []) problems.set(file, problem);
   const manifest = sub.manifest;
   const subset = sub.subset;
   if (!manifest || !subset) return undefined;
@@ -811,6 +839,8 @@ function compileNeighbourhood(layout: ProjectLayout, base: SpliceBase): SpliceEd
   const reported = state.diagnostics.filter((d) => !d.location || !watched.has(d.location.file));
   if (reported.some((d) => d.related.some((r) => changedPaths.has(r.location.file)))) return undefined;
   reported.push(...sub.diagnostics.filter((d) => watched.has(d.location!.file) && !CACHE_NOTES.has(d.code)));
+  // An entry the neighbourhood read and could not use is noted as a whole compile notes it, whichever file it is of.
+  const notes = sub.diagnostics.filter((d) => CACHE_NOTES.has(d.code));
   const placed = placeNeighbourhoodRecords(base, consumers, compiled, manifest, subset);
   if (!placed) return undefined;
   const { replaced, byFile } = placed;
@@ -838,7 +868,7 @@ function compileNeighbourhood(layout: ProjectLayout, base: SpliceBase): SpliceEd
   const assets = new Map(manifest.assets.map((a) => [a.name, a]));
   const rerendered = new Map<string, { text: string; key: Buffer }>();
   for (const d of placed.dagsRendered) rerendered.set(modulePath(layout.outDir, manifest.dags[d]!.dag_id), { text: renderDagModule(manifest.dags[d]!, assets), key: keyOf(d) });
-  return { compiled, replaced, rerendered, reported };
+  return { compiled, replaced, rerendered, reported, notes };
 }
 
 /**
@@ -932,7 +962,7 @@ function writeSplice(layout: ProjectLayout, base: SpliceBase, edit: SpliceEdit, 
   else write.addBytes(manifestPath, spliced.pieces);
   for (const [relative, fresh] of rerendered) write.add(relative, fresh.text);
   const written = write.finish();
-  const diagnostics = [...reported, ...written.diagnostics];
+  const diagnostics = [...reported, ...edit.notes, ...written.diagnostics];
   const sources = spliceSources(layout, base, edit);
   const digest = replaced.length === 0 ? state.manifest : write.digestOf(manifestPath);
   if (!hasErrors(written.diagnostics) && digest !== undefined) {
@@ -975,7 +1005,7 @@ function spliceSources(layout: ProjectLayout, base: SpliceBase, edit: SpliceEdit
     sources.set(f.path, f.text);
   }
   const pathIndex = new Map(base.state.paths.map((p, i) => [p, i]));
-  for (const d of edit.reported) {
+  for (const d of [...edit.reported, ...edit.notes]) {
     for (const file of [d.location?.file, ...d.related.map((r) => r.location.file)]) {
       if (file === undefined || sources.has(file)) continue;
       const at = pathIndex.get(file);

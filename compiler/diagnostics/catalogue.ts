@@ -431,6 +431,22 @@ export const Diagnostics = {
     "error",
     (a) => `the asset ${q(a.name)} is declared external but is also produced by a contract`,
   ),
+  // 4: link, identities beyond Airflow's (issue 38)
+  DuplicateLineageIdentity: entry<{ asset: string; namespace: string; name: string; via: string; other: string }>(
+    "CA4020",
+    "error",
+    (a) => `the dataset ${q(a.asset)} has the lineage identity ${q(a.namespace)} ${q(a.name)} (from its ${a.via}), the same as ${q(a.other)}: OpenLineage would record both as one dataset`,
+  ),
+  IdentifierTooLong: entry<{ kind: string; identifier: string; bytes: number; warehouse: string; limit: number; truncated: string }>(
+    "CA4021",
+    "error",
+    (a) => `the ${a.kind} name ${q(a.identifier)} has ${a.bytes} bytes; ${a.warehouse} keeps at most ${a.limit} bytes of an identifier and would name it ${q(a.truncated)}`,
+  ),
+  TruncatedIdentifierClash: entry<{ kind: string; identifier: string; other: string; warehouse: string; truncated: string }>(
+    "CA4022",
+    "error",
+    (a) => `the ${a.kind} ${q(a.identifier)} and the ${a.kind} ${q(a.other)} are one ${a.kind} ${q(a.truncated)} in ${a.warehouse}, which truncates identifiers`,
+  ),
   UnknownNotifier: entry<{ name: string }>("CA4501", "error", (a) => `unknown notifier ${q(a.name)}; declare it under "notifiers"`),
   DeadlineWithoutNotifier: entry(
     "CA4502",

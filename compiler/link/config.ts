@@ -1,6 +1,6 @@
 import { compareStrings } from "../support/compare.js";
 import type { SourceLocation } from "../diagnostics/diagnostic.js";
-import type { OrchestrationConfigDocument, RunSettings } from "../model/contract.js";
+import type { OrchestrationConfigDocument, RunSettings, WarehouseDialect } from "../model/contract.js";
 import type { Located } from "../validate/validateDocuments.js";
 
 /** The default Asset URI template (DESIGN §3.3). */
@@ -28,6 +28,8 @@ export interface OrchestrationConfig {
   exportOdcs: boolean;
   /** Where the runtime writes schema-drift proposals (`proposals`); absent: beside the warehouse. */
   proposals?: { uri: string; connection_id?: string };
+  /** The warehouse's kind (`warehouse.dialect`) and where it is set; absent: not said, no identifier limit is checked. */
+  warehouse?: { dialect: WarehouseDialect; location: SourceLocation };
 }
 
 /** The freshness monitor's default cron: every 15 minutes. */
@@ -47,7 +49,7 @@ export interface ConfigConflict {
 
 /**
  * Merges the config files in the order given. A single-valued key (uri_template, lineage,
- * defaults) set in two files, or a schedule or producer family named in two files, keeps the first
+ * defaults, warehouse) set in two files, or a schedule or producer family named in two files, keeps the first
  * setting and is recorded in `conflicts`.
  */
 export function mergeConfigs(configs: ReadonlyArray<Located<OrchestrationConfigDocument>>): { config: OrchestrationConfig; conflicts: ConfigConflict[] } {
@@ -84,6 +86,9 @@ export function mergeConfigs(configs: ReadonlyArray<Located<OrchestrationConfigD
     }
     if (document.lineage !== undefined && claim("lineage", source.locate(["lineage"], "key"))) config.lineageNamespace = document.lineage.namespace;
     if (document.proposals !== undefined && claim("proposals", source.locate(["proposals"], "key"))) config.proposals = document.proposals;
+    if (document.warehouse !== undefined && claim("warehouse", source.locate(["warehouse"], "key"))) {
+      config.warehouse = { dialect: document.warehouse.dialect, location: source.locate(["warehouse", "dialect"]) };
+    }
     if (document.defaults !== undefined && claim("defaults", source.locate(["defaults"], "key"))) config.defaults = document.defaults;
     if (document.exports?.odcs !== undefined && claim("exports.odcs", source.locate(["exports", "odcs"], "key"))) config.exportOdcs = document.exports.odcs;
     for (const [name, s] of Object.entries(document.schedules ?? {})) {

@@ -18,7 +18,7 @@ export type { AssetDeclaration, LinkContext, LinkedContract, LinkedProject, Reso
  * cross-document rule of `link/rules/` over the result. The first steps decide; only the rules
  * report.
  *
- * Diagnostics: CA1007, CA4001–CA4019.
+ * Diagnostics: CA1007, CA4001–CA4022.
  */
 export function linkProject(validated: ValidatedProject, context: LinkContext): StageResult<LinkedProject> {
   const { config, conflicts } = mergeConfigs(validated.configs);

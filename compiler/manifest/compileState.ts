@@ -130,7 +130,7 @@ export function recordsByFile(manifest: Pick<Manifest, "assets" | "dags">): Map<
  * What of a file's records anything beyond the file and the DAGs reading its Assets sees
  * (ADR 0022): of each Asset record its identity (name, URIs, group, whether external, status,
  * producer, declaring file, renames, sample data); of each DAG record its id, file, status,
- * inlets, outlets, schedule and deadline; the freshness monitor's entries of its Assets; and the
+ * inlets, outlets, schedule, deadline and its datasets' lineage identities (`physical`, landing); the freshness monitor's entries of its Assets; and the
  * graph edges its DAGs make. The rest (descriptions, owner, versions, schema, quality, tasks,
  * runtime) is read only by the file's own DAG, and by the DAGs reading its Assets, which a
  * splice compiles again. sha256 (hex) of that view's JSON text.
@@ -161,7 +161,9 @@ function assetInterface(a: ManifestAsset): unknown {
 }
 
 function dagInterface(d: DagPlan): unknown {
-  return [d.dag_id, d.contract, d.status, d.inlets, d.outlets, d.schedule, d.deadline ?? null];
+  // The lineage identities the datasets declare (`physical`, an extract's landing): UniqueLineageIdentityRule compares them across files.
+  const identities = [d.runtime.datasets.map((x) => x.physical ?? null), "landing" in d.runtime ? d.runtime.landing.uri : null];
+  return [d.dag_id, d.contract, d.status, d.inlets, d.outlets, d.schedule, d.deadline ?? null, identities];
 }
 
 /**

@@ -185,7 +185,12 @@ export interface OrchestrationConfigDocument {
   /** Extra outputs of compile: `odcs: true` writes the ODCS export under the output folder. */
   exports?: { odcs?: boolean };
   proposals?: { uri: string; connection_id?: string };
+  /** The kind of database the warehouse Connections are; its identifier limit is checked at compile time. */
+  warehouse?: { dialect: WarehouseDialect };
 }
+
+/** The warehouse kinds the config can name (`warehouse.dialect`), the runtime's dialect names. */
+export type WarehouseDialect = "duckdb" | "postgres";
 
 /** Every document kind the compiler reads, by `kind`. */
 export type AnyDocument = Contract | ExternalAssetsDocument | OrchestrationConfigDocument;

@@ -99,6 +99,9 @@ export function cacheWriter(name: string, version: string, inputs: CacheInputs, 
 /** Why an entry found was not used. */
 type Problem = "damaged" | "foreign" | "unreadable";
 
+/** Why each file's entry could not be used, by project-relative path (`ParseCache.problems`). */
+export type ParseCacheProblems = Map<string, { problem: Problem; detail: string }>;
+
 /** One compile's use of the parse cache: what was read, what was parsed to be written back ({@link openParseCache}). */
 export interface ParseCache {
   /** `<name> <version>` of this compiler: an entry of another is foreign. */
@@ -116,7 +119,7 @@ export interface ParseCache {
    */
   store: (key: string, bytes: Uint8Array) => void;
   /** Entries found and not used, by file path. */
-  problems: Map<string, { problem: Problem; detail: string }>;
+  problems: ParseCacheProblems;
   /** How many files came from the cache, and how many were parsed. */
   hits: number;
   parsed: number;

@@ -25,6 +25,22 @@ export function runtimeRequirement(version: string = COMPILER_VERSION): string {
   return `${major}.${minor}.0`;
 }
 
+/**
+ * One word for a POSIX shell (sh, bash, zsh), as typed: a word of only `[A-Za-z0-9_./:,+@%=-]`
+ * as it is; any other in single quotes, each `'` written `'\''` (nothing is special inside single
+ * quotes, so spaces, `$`, `` ` ``, `"`, `\`, `*`, `;`, `&`, `~` and newlines stay themselves); a
+ * word starting with `-` gets `./` in front when it is a relative path, so `cd` does not read it as
+ * an option.
+ *
+ * @param word Any text, e.g. a folder name; empty gives `''`.
+ * @returns The word quoted so that the shell gives back exactly `word`.
+ */
+export function shellQuote(word: string, options: { path?: boolean } = {}): string {
+  const text = options.path && word.startsWith("-") ? `./${word}` : word;
+  if (/^[A-Za-z0-9_./:,+@%=-]+$/.test(text)) return text;
+  return `'${text.replace(/'/g, "'\\''")}'`;
+}
+
 /** An npm package name from a folder name: lower case, `[a-z0-9._-]`, never empty. */
 export function packageNameOf(folder: string): string {
   const name = folder.toLowerCase().replace(/[^a-z0-9._-]+/g, "-").replace(/^[._-]+|-+$/g, "");

@@ -32,6 +32,32 @@ interface Finding {
   conn_id?: string;
 }
 
+/** One module's import time as `python -m contract_runtime.preflight` measures it (`import_times`). */
+export interface ImportTime {
+  module: string;
+  /** Seconds; null when the module does not import. */
+  seconds: number | null;
+  error: string | null;
+  /** The DAGs that import it, sorted. */
+  dag_ids: string[];
+}
+
+/**
+ * The import-time report printed after preflight's summary: one line per module, in the runtime's
+ * order (the operators every DAG module imports, the producer modules, the python entrypoints),
+ * with its seconds (3 decimals) and the DAGs that import it (the first three named, then a count).
+ */
+export function formatImportTimes(imports: readonly ImportTime[], python: string): string {
+  if (imports.length === 0) return "";
+  const width = Math.max(...imports.map((i) => i.module.length));
+  const lines = imports.map((i) => {
+    const shown = i.dag_ids.slice(0, 3).join(", ") + (i.dag_ids.length > 3 ? ` and ${i.dag_ids.length - 3} more` : "");
+    const time = i.seconds === null ? `does not import (${i.error ?? "unknown error"})` : `${i.seconds.toFixed(3)} s`;
+    return `  ${i.module.padEnd(width)}  ${time}  imported by ${shown}\n`;
+  });
+  return `preflight: import time of each module the DAGs import, in ${python} (each once: what an earlier one imported is not counted again):\n${lines.join("")}`;
+}
+
 export interface PreflightOptions {
   root: string;
   format: DiagnosticFormat;
@@ -91,7 +117,7 @@ function toDiagnostic(contract: LinkedContract | undefined, finding: Finding): D
  * diagnostics: an entrypoint that does not import (CA8801) at `producer.entrypoint`, a SQL producer
  * that does not parse (CA8802) at the line and column in its file, a quality query that does not
  * parse (CA8803) at its `query`, a named Connection that does not exist (CA8804, a warehouse
- * Connection CA8805). Exit 0, 1 on errors (compile errors included), 2 when the runtime
+ * Connection CA8805); then the import time of each module the DAGs import (`formatImportTimes`). Exit 0, 1 on errors (compile errors included), 2 when the runtime
  * cannot run it (CA8806).
  */
 export function runPreflightCommand(result: CompiledProject, options: PreflightOptions): number {
@@ -110,9 +136,12 @@ export function runPreflightCommand(result: CompiledProject, options: PreflightO
   const args = ["-m", "contract_runtime.preflight", "--manifest", "-", ...(options.connections ? [] : ["--no-connections"])];
   const run = spawnSync(python, args, { cwd: options.root, input: canonicalJson(result.manifest), encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
   let findings: Finding[] | undefined;
+  let imports: ImportTime[] = [];
   if (run.status === 0) {
     try {
-      findings = (JSON.parse(run.stdout.trim().split("\n").pop() ?? "") as { findings: Finding[] }).findings;
+      const output = JSON.parse(run.stdout.trim().split("\n").pop() ?? "") as { findings: Finding[]; imports?: ImportTime[] };
+      findings = output.findings;
+      imports = output.imports ?? [];
     } catch {
       findings = undefined;
     }
@@ -128,5 +157,6 @@ export function runPreflightCommand(result: CompiledProject, options: PreflightO
   const errors = diagnostics.filter((d) => d.severity === "error").length;
   const dags = result.manifest.dags.length;
   options.stderr(`preflight: ${dags} DAGs checked in ${python}: ${errors} error(s), ${diagnostics.length - errors} other finding(s)\n`);
+  options.stderr(formatImportTimes(imports, python));
   return errors > 0 ? 1 : 0;
 }

@@ -170,6 +170,29 @@ export function airflowRefusal(uri: string): string | undefined {
   return undefined;
 }
 
+/**
+ * The URI a postgres Asset URI that Airflow refuses (`airflowRefusal`) should have been, in the
+ * provider's shape `postgres://host:port/database/schema/table`: what the author wrote kept in
+ * place, the default port 5432 added, and each part that is missing or unusable written as a
+ * placeholder to fill in (`<host>`, `<port>`, `<database>`, `<schema>`, `<table>`). Written path
+ * segments are taken as the last ones (`postgres://db/schema/table` →
+ * `postgres://db:5432/<database>/schema/table`); more than three give the placeholders only.
+ * Undefined for another scheme, or a URI Airflow accepts.
+ */
+export function postgresCorrection(uri: string): string | undefined {
+  const parts = splitUri(uri);
+  if (!parts) return undefined;
+  const scheme = parts.scheme.toLowerCase();
+  if ((scheme !== "postgres" && scheme !== "postgresql") || airflowRefusal(uri) === undefined) return undefined;
+  const m = /^(\[[^\]]*\]|[^:]*)(?::(.*))?$/.exec((parts.netloc ?? "").replace(/^.*@/, ""));
+  const host = m?.[1] || "<host>";
+  const port = m?.[2] === undefined || m[2] === "" ? "5432" : /^\d+$/.test(m[2]) ? m[2] : "<port>";
+  const segments = parts.path.split("/").filter((x) => x !== "");
+  const names = ["<database>", "<schema>", "<table>"];
+  const path = segments.length <= 3 ? [...names.slice(0, 3 - segments.length), ...segments] : names;
+  return `${scheme}://${host}:${port}/${path.join("/")}`;
+}
+
 /** The scheme of a URI, lower-cased, or undefined when it has none. */
 export function uriScheme(uri: string): string | undefined {
   return /^([A-Za-z][A-Za-z0-9+.-]*):\/\//.exec(uri)?.[1]?.toLowerCase();

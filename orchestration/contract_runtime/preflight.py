@@ -18,10 +18,15 @@ nothing, needs no database), for the DuckDB warehouse and for PostgreSQL connect
 (DuckDB's parser derives from PostgreSQL's); for other connection types SQL is not parsed (one
 ``info`` finding says so).
 
-Output: one JSON document on stdout, ``{"findings": [...]}``, each finding ``{check, severity
+It also times the import of each module the DAGs import (:func:`import_times`): the runtime's
+operators (every DAG module imports them when Airflow parses it), each producer module in use and
+each ``python`` producer's entrypoint module (imported by the task).
+
+Output: one JSON document on stdout, ``{"findings": [...], "imports": [...]}``, each finding ``{check, severity
 ("error"|"warning"|"info"), dag_id, contract, pointer (path of the contract field, e.g.
 ["producer", "entrypoint"]), message, detail}`` plus ``sql_line`` / ``sql_column`` (1-based,
-within the SQL text) for a parse error. ``contract-assets preflight`` turns them into located
+within the SQL text) for a parse error; each import ``{module, seconds (null when it failed),
+error, dag_ids}`` (see :func:`import_times`). ``contract-assets preflight`` turns them into located
 diagnostics. Exit status 0 (findings say what failed), 2 when the manifest cannot be read.
 """
 
@@ -29,16 +34,18 @@ from __future__ import annotations
 
 import argparse
 import copy
+import importlib
 import json
 import re
 import sys
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from contract_runtime.quality_rules import resolve_datasets
 
-__all__ = ["check_manifest", "main", "parse_sql"]
+__all__ = ["DAG_MODULE_IMPORTS", "PRODUCER_MODULES", "check_manifest", "import_times", "main", "parse_sql"]
 
 _LINE = re.compile(r"^LINE (\d+): ", re.MULTILINE)
 
@@ -194,6 +201,65 @@ def check_manifest(manifest: Mapping[str, Any], check_connections: bool = True) 
     return findings
 
 
+#: What every generated DAG module imports when Airflow parses it (templates/dag_module.py.hbs).
+DAG_MODULE_IMPORTS: tuple[str, ...] = ("contract_runtime.operators",)
+#: The runtime module of each producer type (as ``contract_runtime.producers.run_producer`` imports it).
+PRODUCER_MODULES: dict[str, str] = {
+    kind: f"contract_runtime.producers.{kind}" for kind in ("sql", "python", "command", "dbt", "load", "extract")
+}
+
+
+def import_times(manifest: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """How long each module the active and deprecated DAGs of ``manifest`` import takes to import.
+
+    The modules, in this order: :data:`DAG_MODULE_IMPORTS` (every DAG), the producer module of
+    each producer type in use, then each ``python`` producer's entrypoint module, each group
+    sorted by name. Each is imported once, in this process, timed with ``time.perf_counter``:
+    what an earlier module (or preflight itself) already imported is not counted again, so a
+    time is what importing that module adds. A module that fails to import gets no time (its
+    entrypoint's CA8801 finding says why).
+
+    :returns: ``[{"module", "seconds" (float, or None on failure), "error" (the exception's
+        type and message, or None), "dag_ids" (sorted: the DAGs that import it)}]``.
+    """
+    users: dict[str, set[str]] = {}
+    order: list[list[str]] = [list(DAG_MODULE_IMPORTS), [], []]
+    for dag in manifest.get("dags", []):
+        if not isinstance(dag, Mapping) or dag.get("status", "active") not in ("active", "deprecated"):
+            continue
+        dag_id = str(dag.get("dag_id"))
+        producer = (dag.get("runtime") or {}).get("producer") or {}
+        named = list(DAG_MODULE_IMPORTS)
+        kind = str(producer.get("type"))
+        if kind in PRODUCER_MODULES:
+            named.append(PRODUCER_MODULES[kind])
+            if PRODUCER_MODULES[kind] not in order[1]:
+                order[1].append(PRODUCER_MODULES[kind])
+        module_name = str(producer.get("entrypoint", "")).partition(":")[0]
+        if kind == "python" and module_name:
+            named.append(module_name)
+            if module_name not in order[2]:
+                order[2].append(module_name)
+        for name in named:
+            users.setdefault(name, set()).add(dag_id)
+    timed: list[dict[str, Any]] = []
+    for group in order:
+        for name in sorted(group):
+            if name not in users:
+                continue
+            seconds: float | None = None
+            problem: str | None = None
+            started = time.perf_counter()
+            try:
+                importlib.import_module(name)
+            except BaseException as error:  # noqa: BLE001 - any import-time failure: no time to report
+                problem = " ".join(f"{type(error).__name__}: {error}".split())
+            else:
+                seconds = round(time.perf_counter() - started, 6)
+            timed.append({"module": name, "seconds": seconds, "error": problem, "dag_ids": sorted(users[name])})
+    return timed
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m contract_runtime.preflight", description=__doc__.split("\n\n")[0])
     parser.add_argument("--manifest", required=True, help="the compiled manifest, or - for stdin")
@@ -206,13 +272,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"preflight: cannot read the manifest: {error}", file=sys.stderr)
         return 2
     try:
+        # Timed first, before the checks import anything of their own.
+        imports = import_times(manifest)
         findings = check_manifest(manifest, check_connections=not args.no_connections)
     except RecursionError:
         # A value nested deeper than Python recurses (a hand-made manifest: the compiler writes at
         # most 128 levels, ADR 0019) is a manifest preflight cannot read, not a traceback.
         print("preflight: cannot read the manifest: a value in it is nested too deep", file=sys.stderr)
         return 2
-    sys.stdout.write(json.dumps({"findings": findings}, sort_keys=True) + "\n")
+    sys.stdout.write(json.dumps({"findings": findings, "imports": imports}, sort_keys=True) + "\n")
     return 0
 
 

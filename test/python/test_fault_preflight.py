@@ -171,3 +171,29 @@ def test_a_manifest_nested_deeper_than_python_recurses_is_refused_not_a_tracebac
     path.write_text(json.dumps(data), encoding="utf-8")
     assert preflight.main(["--manifest", str(path), "--no-connections"]) == 2
     assert "nested too deep" in capsys.readouterr().err
+
+
+def test_preflight_reports_each_modules_import_time(tmp_path: Path) -> None:
+    # An entrypoint module that takes 0.4 s to import: the task pays it on every try.
+    root = _project(tmp_path)
+    jobs = tmp_path / "jobs" / "sales_jobs"
+    jobs.mkdir(parents=True)
+    (jobs / "__init__.py").write_text("", encoding="utf-8")
+    (jobs / "scores.py").write_text("import time\n\ntime.sleep(0.4)\n\n\ndef compute(context):\n    return None\n", encoding="utf-8")
+    path = os.pathsep.join([str(tmp_path / "jobs"), str(dagcheck.REPO_ROOT / "orchestration")])
+    _status, diagnostics, stderr = _preflight(root, "--no-connections", PYTHONPATH=path)
+    assert [d["code"] for d in diagnostics if d["code"] == "CA8801"] == [], stderr
+    lines = stderr.split("preflight: import time of each module the DAGs import", 1)[1].splitlines()[1:]
+    times = {line.split()[0]: line.split()[1:] for line in lines if line.startswith("  ")}
+    # The operators every DAG module imports, each producer module in use, the entrypoint's module.
+    assert sorted(times) == [
+        "contract_runtime.operators",
+        "contract_runtime.producers.load",
+        "contract_runtime.producers.python",
+        "contract_runtime.producers.sql",
+        "sales_jobs.scores",
+    ]
+    seconds, unit, *rest = times["sales_jobs.scores"]
+    assert unit == "s" and 0.4 <= float(seconds) < 5
+    assert " ".join(rest) == "imported by sales.scores"
+    assert " ".join(times["contract_runtime.operators"][2:]) == "imported by sales.orders_clean, sales.orders_raw, sales.scores"

@@ -1,3 +1,5 @@
+import { spawnSync } from "node:child_process";
+import os from "node:os";
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -123,6 +125,27 @@ describe("contract-assets CLI", () => {
       const bin = cli([...args, "--root", root]);
       const inProcess = await runCli([...args, "--root", root]);
       expect({ exitCode: inProcess.exitCode, stdout: inProcess.stdout, stderr: inProcess.stderr }, args.join(" ")).toEqual({ exitCode: bin.status, stdout: bin.stdout, stderr: bin.stderr });
+    }
+  });
+});
+
+describe("init's next line", () => {
+  it("works when pasted into a shell, whatever the folder is called (spaces, quotes, $, ;, a leading -)", async () => {
+    const base = fs.mkdtempSync(path.join(os.tmpdir(), "ca-init-"));
+    try {
+      for (const name of ["my contracts", "it's \"ours\" $HOME `x`; ls & *", "-n dash"]) {
+        const r = await runCli(["init", "--root", base, "--", name]);
+        expect(r.exitCode, r.stderr).toBe(0);
+        const line = r.stdout.split("\n").find((l) => l.startsWith("next: "))!;
+        const cd = /^next: (cd .*?) && npm install /.exec(line);
+        expect(cd, line).not.toBeNull();
+        // The shell runs the printed `cd` from where the command ran and lands in the new repository.
+        const shell = spawnSync("sh", ["-c", `${cd![1]} && pwd -P`], { cwd: process.cwd(), encoding: "utf8" });
+        expect(shell.stderr).toBe("");
+        expect(shell.stdout.trim()).toBe(fs.realpathSync(path.join(base, name)));
+      }
+    } finally {
+      fs.rmSync(base, { recursive: true, force: true });
     }
   });
 });

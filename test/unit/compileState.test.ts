@@ -9,7 +9,8 @@ import { Diagnostics } from "../../compiler/diagnostics/catalogue.js";
 import { STAMP_FIELDS } from "../../compiler/support/fileStamp.js";
 import { removeCacheEntry } from "../../compiler/write/writeCache.js";
 import { COMPILER_NAME, COMPILER_VERSION } from "../../compiler/version.js";
-import { corpusCopies, snapshot, temporaryRoots } from "./helpers.js";
+import { runCli } from "../../compiler/cli.js";
+import { copyBundledProject, corpusCopies, snapshot, temporaryRoots } from "./helpers.js";
 
 // The compile state and the splice of ADR 0022, piece by piece; the property test
 // (test/property/incrementalCache.test.ts) compares whole splices with compiles without the cache.
@@ -135,6 +136,30 @@ describe("a splice", () => {
     expect(c.diagnostics).toEqual(b.diagnostics);
   });
 
+  it("reports a lineage identity clash with a file outside the neighbourhood, as a whole compile does (CA4020)", async () => {
+    const root = copies();
+    adopt(root);
+    const files = fs.readdirSync(path.join(root, "contracts"), { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(".yaml")).sort();
+    const declare = (file: string): void => {
+      const at = path.join(root, "contracts", file);
+      const text = fs.readFileSync(at, "utf8");
+      const next = text.replace(/^( {2}- name: \S+\n)/m, `$1    physical: {namespace: "postgres://wh:5432", name: analytics.public.orders}\n`);
+      expect(next).not.toBe(text);
+      fs.writeFileSync(at, next);
+    };
+    declare(files[0]!);
+    await new Promise((resolve) => setTimeout(resolve, 2100));
+    const first = compile(root, true);
+    expect(first.diagnostics.filter((d) => d.severity === "error")).toEqual([]);
+    expect(fs.existsSync(path.join(root, STATE_FOLDER, `${STATE_KEY}.bin`))).toBe(true);
+    // A file that neither reads the first nor is read by it now declares the same identity.
+    declare(files[files.length - 1]!);
+    const second = compile(root, true);
+    const clash = second.diagnostics.filter((d) => d.code === "CA4020");
+    expect(clash.map((d) => [d.location?.file, d.related[0]?.location.file])).toEqual([[`contracts/${files[files.length - 1]}`, `contracts/${files[0]}`]]);
+    expect(second.cache?.splice).toBeUndefined();
+  });
+
   it("leaves no state after a compile with an error, so the next compile is a whole one", () => {
     const root = copies();
     adopt(root);
@@ -147,6 +172,57 @@ describe("a splice", () => {
     const broken = compile(root, true);
     expect(broken.diagnostics.some((d) => d.severity === "error")).toBe(true);
     expect(fs.existsSync(state)).toBe(false);
+  });
+});
+
+describe("a damaged parse cache entry", () => {
+  const { adopt } = temporaryRoots("ca-damaged-entry-unused-");
+
+  it("is noted (CA1950) by every kind of compile that reads it: compile, --check, validate, diff, a splice taken or not, graph", async () => {
+    const root = copyBundledProject();
+    adopt(root);
+    const run = (options: Parameters<typeof compileProject>[1]): CompileResult => compileProject(defaultLayout(root), options);
+    const entries = path.join(root, ".contract-assets", "cache", "parse");
+    // Each entry cut short right after its magic line, as the golden case cache-entry-damaged has it.
+    const damage = (): void => {
+      for (const f of fs.readdirSync(entries)) fs.writeFileSync(path.join(entries, f), fs.readFileSync(path.join(entries, f)).subarray(0, 24));
+    };
+    const noted = (r: { diagnostics: Array<{ code: string; message: string }> }): string[] => r.diagnostics.filter((d) => d.code === "CA1950").map((d) => d.message);
+    expect(noted(run({ cache: true, splice: true, write: "write" }))).toEqual([]);
+    // Older than the racy margin, so that a splice reads only the changed file (ADR 0017q).
+    await new Promise((resolve) => setTimeout(resolve, 2100));
+    const kinds: Array<[string, Parameters<typeof compileProject>[1]]> = [
+      ["compile", { cache: true, write: "write" }],
+      ["compile --check", { cache: true, splice: true, write: "check" }],
+      ["validate", { cache: true, splice: true, render: false }],
+      ["diff", { cache: true, splice: true, render: false, diff: true }],
+    ];
+    for (const [kind, options] of kinds) {
+      damage();
+      expect(noted(run(options)), kind).toHaveLength(1);
+    }
+    // A splice taken: a comment in one contract; its neighbourhood's entries are read.
+    const file = path.join(root, "contracts", "billing", "invoices_raw.yaml");
+    fs.appendFileSync(file, "# a comment\n");
+    damage();
+    const spliced = run({ cache: true, splice: true, write: "write" });
+    expect(spliced.cache?.splice).toMatchObject({ changed: 1 });
+    expect(noted(spliced)).toHaveLength(1);
+    // A splice not taken (a retyped column is not metadata-only): the neighbourhood's compile read
+    // and rewrote its entries, and the whole compile notes them with every other file's.
+    const text = fs.readFileSync(file, "utf8");
+    fs.writeFileSync(file, text.replace("{name: account_id, logicalType: string, physicalType: varchar,", "{name: account_id, logicalType: integer, physicalType: bigint,"));
+    damage();
+    const whole = run({ cache: true, splice: true, write: "write" });
+    expect(whole.cache?.splice).toBeUndefined();
+    const read = [...whole.sources.keys()].filter((p) => p !== "contracts/billing/invoices_raw.yaml").length;
+    expect(noted(whole)).toEqual([expect.stringContaining(`so were the damaged entries of ${read - 1} other file(s)`)]);
+    // graph (and explain) print nothing else of a clean compile, but the note.
+    fs.writeFileSync(file, text);
+    damage();
+    const graph = await runCli(["graph", "--root", root, "--cache"]);
+    expect(graph.exitCode).toBe(0);
+    expect(graph.stderr).toContain("info CA1950");
   });
 });
 

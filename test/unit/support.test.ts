@@ -8,6 +8,7 @@ import { compareStrings } from "../../compiler/support/compare.js";
 import { cronProblem, isKnownTimezone } from "../../compiler/support/cron.js";
 import { parseDurationSeconds } from "../../compiler/support/duration.js";
 import { gitBlobId, sha256Hex } from "../../compiler/support/hash.js";
+import { airflowRefusal, postgresCorrection } from "../../compiler/support/uri.js";
 import { staysInside } from "../../compiler/support/paths.js";
 import { maskSecrets } from "../../compiler/support/secrets.js";
 import { didYouMean, operatorMeant, suggest } from "../../compiler/support/suggest.js";
@@ -196,5 +197,26 @@ describe("paths, secrets, hashes, suggestions", () => {
     // Only where the operators are what is expected.
     expect(operatorMeant("and", ["all", "any", "none"])).toBeUndefined();
     expect(didYouMean("and", ["any", "owner"])).toBe('did you mean "any"?');
+  });
+});
+
+describe("postgresCorrection (the CA3048 hint)", () => {
+  it("gives the provider's shape, keeping what was written, with a placeholder for each missing part, and Airflow accepts it filled in", () => {
+    const cases: Array<[string, string]> = [
+      ["postgres://db/schema/table", "postgres://db:5432/<database>/schema/table"],
+      ["postgresql://h", "postgresql://h:5432/<database>/<schema>/<table>"],
+      ["postgres://h:abc/d/s/t", "postgres://h:<port>/d/s/t"],
+      ["postgres:///d/s/t", "postgres://<host>:5432/d/s/t"],
+      ["postgres://h:/d/s/t", "postgres://h:5432/d/s/t"],
+      ["postgres://h:6543/a/b/c/d", "postgres://h:6543/<database>/<schema>/<table>"],
+    ];
+    for (const [uri, corrected] of cases) {
+      expect(airflowRefusal(uri), uri).toBeDefined();
+      expect(postgresCorrection(uri), uri).toBe(corrected);
+      expect(airflowRefusal(corrected.replace(/<port>/g, "5433").replace(/<(\w+)>/g, "$1")), corrected).toBeUndefined();
+    }
+    // A URI Airflow accepts, or of another scheme, has nothing to correct.
+    expect(postgresCorrection("postgres://h/d/s/t")).toBeUndefined();
+    expect(postgresCorrection("s3://bucket/key")).toBeUndefined();
   });
 });

@@ -12,11 +12,13 @@ import { LiveUpstreamRule } from "./LiveUpstreamRule.js";
 import { MatchingSchemaVersionRule } from "./MatchingSchemaVersionRule.js";
 import { ReadExternalAssetRule } from "./ReadExternalAssetRule.js";
 import type { LinkRule } from "./rule.js";
+import { ShortIdentifierRule } from "./ShortIdentifierRule.js";
 import { TriggeredLoadRule } from "./TriggeredLoadRule.js";
 import { UniqueAssetNameRule } from "./UniqueAssetNameRule.js";
 import { UniqueAssetUriRule } from "./UniqueAssetUriRule.js";
 import { UniqueConfigKeyRule } from "./UniqueConfigKeyRule.js";
 import { UniqueContractIdRule } from "./UniqueContractIdRule.js";
+import { UniqueLineageIdentityRule } from "./UniqueLineageIdentityRule.js";
 import { ValidUriTemplateRule } from "./ValidUriTemplateRule.js";
 
 /** Every cross-document rule, in the order they run (order does not change the sorted report). */
@@ -26,6 +28,8 @@ export const LINK_RULES: readonly LinkRule[] = [
   UniqueContractIdRule,
   UniqueAssetNameRule,
   UniqueAssetUriRule,
+  UniqueLineageIdentityRule,
+  ShortIdentifierRule,
   ConsistentExternalAssetRule,
   KnownProducerFamilyRule,
   ExistingProducerFileRule,

@@ -10,12 +10,13 @@ import { forEachString, type DocumentRule } from "./rule.js";
 const PLACEHOLDER = /\$\{\s*[A-Za-z_][\w.]*(?:\s*:?[-=?+][^}]*)?\s*\}|\{\{\s*[A-Za-z_][\w.]*\s*(?:\|[^}]*)?\}\}/;
 
 /** A text below one of these keys (at any depth) reaches Airflow or lineage as written. */
-const REACHING_KEYS: ReadonlySet<string | number> = new Set(["physical", "extra", "description"]);
+const REACHING_KEYS: ReadonlySet<string | number> = new Set(["physical", "extra", "description", "tags"]);
 
 /**
  * No `${…}` or `{{…}}` placeholder in a text that reaches Airflow or lineage as written: a
- * dataset's `physical` identity, an `extra` value (contract datasets and `ExternalAssets`), and
- * every `description`. Why: the compiler renders these as literals and the runtime sends them as
+ * dataset's `physical` identity, an `extra` value (contract datasets and `ExternalAssets`), every
+ * `description`, and every tag (the contract's `tags`, which become the DAG's tags, and each
+ * property's `tags`, which reach the manifest and the ODCS export). Why: the compiler renders these as literals and the runtime sends them as
  * they are; nothing ever fills a template, so `physical: {name: "${env}.orders"}` would name a
  * lineage dataset `${env}.orders` and `extra` would publish the braces. URIs have their own rule
  * (CA3016), quality queries theirs (CA3801).

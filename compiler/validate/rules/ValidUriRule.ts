@@ -2,7 +2,7 @@ import { createDiagnostic, Diagnostics } from "../../diagnostics/catalogue.js";
 import type { SourceLocation } from "../../diagnostics/diagnostic.js";
 import type { NodePath } from "../../parse/parseDocument.js";
 import { maskSecrets } from "../../support/secrets.js";
-import { airflowRefusal, MAX_ASSET_TEXT, queryCredential, uriScheme } from "../../support/uri.js";
+import { airflowRefusal, MAX_ASSET_TEXT, postgresCorrection, queryCredential, uriScheme } from "../../support/uri.js";
 import type { DocumentRule, RuleContext } from "./rule.js";
 
 const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
@@ -63,7 +63,10 @@ export function checkUri(uri: string, path: NodePath, context: RuleContext): voi
   }
   // What Airflow itself refuses when it parses the URI: bad IPv6 brackets, a provider's shape.
   const refusal = airflowRefusal(uri);
-  if (refusal) report(createDiagnostic(Diagnostics.UriRefused, { uri, reason: refusal }, at()));
+  if (!refusal) return;
+  // The corrected URI, with a placeholder for each part only the author knows.
+  const corrected = postgresCorrection(uri);
+  report(createDiagnostic(Diagnostics.UriRefused, { uri, reason: refusal }, at(), corrected !== undefined ? { hint: `write it as ${JSON.stringify(corrected)}${corrected.includes("<") ? ", filling in each <…>" : ""}` } : {}));
 }
 
 export const ValidUriRule: DocumentRule = {
