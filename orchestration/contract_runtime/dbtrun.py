@@ -179,14 +179,17 @@ def profile_target(wh: Warehouse, schema: str) -> tuple[dict[str, Any], dict[str
     )
 
 
-def _read_json(path: Path, what: str) -> dict[str, Any]:
+def _read_json(path: Path, what: str, shown: str | None = None) -> dict[str, Any]:
+    """One JSON object from ``path``; messages name ``shown`` instead when the file is in a
+    temporary folder the user never sees (``target/run_results.json`` of one invocation)."""
+    name = shown or str(path)
     try:
         with path.open(encoding="utf-8") as handle:
             data = json.load(handle)
     except (OSError, ValueError) as exc:
-        raise DbtSetupError(f"cannot read the {what} {path}: {exc}") from exc
+        raise DbtSetupError(f"cannot read the {what} {name}: {str(exc).replace(str(path), name)}") from exc
     if not isinstance(data, dict):
-        raise DbtSetupError(f"the {what} {path} is not a JSON object")
+        raise DbtSetupError(f"the {what} {name} is not a JSON object")
     return data
 
 
@@ -308,6 +311,10 @@ def _node_result(entry: Mapping[str, Any], nodes: Mapping[str, Any]) -> NodeResu
     )
 
 
+#: How messages name the temporary folder of one dbt invocation (its profiles, target and logs).
+_WORK_FOLDER = "<dbt work folder>"
+
+
 @contextmanager
 def _workdir() -> Iterator[Path]:
     path = Path(tempfile.mkdtemp(prefix="ca-dbt-"))
@@ -418,13 +425,18 @@ def invoke(
             log.info("[dbt] %s", line)
         for line in proc.stderr.splitlines():
             log.info("[dbt stderr] %s", line)
-        output_tail = _tail(proc.stdout + "\n" + proc.stderr)
+        # dbt's output names the invocation's temporary folder (profiles, target, logs): say what it is
+        output_tail = _tail(proc.stdout + "\n" + proc.stderr).replace(str(work), _WORK_FOLDER)
         results_path = target / "run_results.json"
         if not results_path.is_file():
             raise DbtFailed(f"dbt {command} exited with {proc.returncode} and wrote no results:\n{output_tail}")
-        run_results = _read_json(results_path, "dbt run results")
+        run_results = _read_json(results_path, "dbt run results", f"{_WORK_FOLDER}/target/run_results.json")
         run_manifest_path = target / "manifest.json"
-        nodes = _read_json(run_manifest_path, "dbt run manifest").get("nodes", {}) if run_manifest_path.is_file() else {}
+        nodes = (
+            _read_json(run_manifest_path, "dbt run manifest", f"{_WORK_FOLDER}/target/manifest.json").get("nodes", {})
+            if run_manifest_path.is_file()
+            else {}
+        )
         results = [_node_result(entry, nodes) for entry in run_results.get("results", [])]
         elapsed = float(run_results.get("elapsed_time") or 0.0)
     return DbtInvocation(argv=argv, returncode=proc.returncode, results=results, output=output_tail, elapsed=elapsed)

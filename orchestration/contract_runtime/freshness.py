@@ -277,45 +277,57 @@ def run_monitor(
     :raises RuntimeError: When an alert could not be sent; every other state is stored first.
     """
     conn_id = monitor.get("warehouse_conn_id")
-    wh = opener(conn_id)
+    run = _lineage_run(context)
+    if run is not None and run.is_first_try:
+        _emit_lineage("emit_freshness_start", manifest, monitor, run)
+    entries: list[dict[str, Any]] = []
+    naming: dict[str, str] = {}
     try:
-        ensure_freshness_table(wh)
-        previous = get_states(wh)
-        entries = evaluate_assets(monitor["assets"], latest_event_at, previous, now)
-        notifier: Mapping[str, Any] | None = monitor.get("notifier")
-        failures: list[str] = []
-        stored: list[dict[str, Any]] = []
-        for entry in entries:
-            log.info(
-                "freshness %-9s %s (previous %s, age %s s, max_age %s, degrade_after %s)",
-                entry["state"],
-                entry["asset"],
-                entry["previous_state"],
-                entry["age_seconds"],
-                entry["max_age"],
-                entry["degrade_after"],
+        wh = opener(conn_id)
+        try:
+            ensure_freshness_table(wh)
+            previous = get_states(wh)
+            entries = evaluate_assets(monitor["assets"], latest_event_at, previous, now)
+            notifier: Mapping[str, Any] | None = monitor.get("notifier")
+            failures: list[str] = []
+            stored: list[dict[str, Any]] = []
+            for entry in entries:
+                log.info(
+                    "freshness %-9s %s (previous %s, age %s s, max_age %s, degrade_after %s)",
+                    entry["state"],
+                    entry["asset"],
+                    entry["previous_state"],
+                    entry["age_seconds"],
+                    entry["max_age"],
+                    entry["degrade_after"],
+                )
+                if should_alert(entry["previous_state"], entry["state"]):
+                    if notifier is None:
+                        log.warning("freshness: %s is %s; no notifier is configured", entry["asset"], entry["state"])
+                    else:
+                        try:
+                            send_alert(notifier, entry, context)
+                        except Exception as exc:  # noqa: BLE001 - reported below, state kept for a resend
+                            failures.append(f"{entry['asset']} ({entry['state']}): {type(exc).__name__}: {exc}")
+                            continue
+                stored.append(entry)
+            _store(wh, stored, now)
+            naming = _lineage_naming(wh)
+        finally:
+            wh.close()
+        if failures and notifier is not None:
+            raise RuntimeError(
+                f"freshness monitor: notifier {notifier['name']!r} ({notifier['class']}) failed for "
+                + "; ".join(failures)
+                + f" (warehouse connection {conn_id!r}); those transitions are sent again next run"
             )
-            if should_alert(entry["previous_state"], entry["state"]):
-                if notifier is None:
-                    log.warning("freshness: %s is %s; no notifier is configured", entry["asset"], entry["state"])
-                else:
-                    try:
-                        send_alert(notifier, entry, context)
-                    except Exception as exc:  # noqa: BLE001 - reported below, state kept for a resend
-                        failures.append(f"{entry['asset']} ({entry['state']}): {type(exc).__name__}: {exc}")
-                        continue
-            stored.append(entry)
-        _store(wh, stored, now)
-        naming = _lineage_naming(wh)
-    finally:
-        wh.close()
-    _emit_lineage(manifest, monitor, context, entries, naming)
-    if failures and notifier is not None:
-        raise RuntimeError(
-            f"freshness monitor: notifier {notifier['name']!r} ({notifier['class']}) failed for "
-            + "; ".join(failures)
-            + f" (warehouse connection {conn_id!r}); those transitions are sent again next run"
-        )
+    except Exception as exc:
+        # FAIL only when no retry follows: the next try ends the same run
+        if run is not None and run.is_last_try:
+            _emit_lineage("emit_freshness_end", manifest, monitor, run, entries, naming, exc)
+        raise
+    if run is not None:
+        _emit_lineage("emit_freshness_end", manifest, monitor, run, entries, naming)
     return entries
 
 
@@ -325,23 +337,24 @@ def _lineage_naming(wh: Warehouse) -> dict[str, str]:
     return lineage_warehouse(wh)
 
 
-def _emit_lineage(
-    manifest: Mapping[str, Any],
-    monitor: Mapping[str, Any],
-    context: Mapping[str, Any],
-    entries: Sequence[Mapping[str, Any]],
-    naming: Mapping[str, str],
-) -> None:
-    """One OpenLineage event per monitored asset (never raises; lineage never fails the task)."""
+def _lineage_run(context: Mapping[str, Any]) -> Any:
+    """The task try as a ``RunIdentity`` for lineage, or None when the context cannot tell (no
+    events are then sent: one without its START or terminal event would be a broken run)."""
     try:
-        from contract_runtime.lineage import emit_freshness
         from contract_runtime.run import RunIdentity
 
-        run = RunIdentity.from_context(context)
-        policies = {str(a["name"]): a for a in monitor["assets"]}
-        for entry in entries:
-            emit_freshness(
-                dict(manifest), dict(monitor), run, dict(entry), dict(policies[str(entry["asset"])]), dict(naming)
-            )
+        return RunIdentity.from_context(context)
     except Exception as exc:  # noqa: BLE001 - lineage must never change the task outcome
         log.warning("lineage freshness events skipped: %s: %s", type(exc).__name__, exc)
+        return None
+
+
+def _emit_lineage(hook: str, *args: Any) -> None:
+    """Call one emit hook of :mod:`contract_runtime.lineage` (never raises; lineage never fails
+    the task). The monitor's run is START, then one terminal event (ADR 0026)."""
+    try:
+        from contract_runtime import lineage
+
+        getattr(lineage, hook)(*[dict(a) if isinstance(a, Mapping) else a for a in args])
+    except Exception as exc:  # noqa: BLE001 - lineage must never change the task outcome
+        log.warning("lineage freshness event skipped: %s: %s", type(exc).__name__, exc)

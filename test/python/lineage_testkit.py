@@ -349,6 +349,9 @@ class HttpBackend(ThreadingHTTPServer):
 
 class _BackendHandler(BaseHTTPRequestHandler):
     server: HttpBackend
+    # what lineage backends speak (Marquez on Jetty, uvicorn, Tomcat): it answers Expect:
+    # 100-continue, which http.server does only for HTTP/1.1
+    protocol_version = "HTTP/1.1"
 
     def do_POST(self) -> None:
         self.server.arrivals.append(time.monotonic())

@@ -140,14 +140,25 @@ def monitor_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, An
             "events": tmp_path / "events.jsonl", "wh_path": wh_path}
 
 
-def _evaluate(env: dict[str, Any], last_event: datetime.datetime | None, now: datetime.datetime) -> dict[str, dict[str, Any]]:
+def _evaluate(
+    env: dict[str, Any],
+    last_event: datetime.datetime | None,
+    now: datetime.datetime,
+    *,
+    run_id: str | None = None,
+    try_number: int = 1,
+    max_tries: int = 1,
+    logical_date: datetime.datetime | None = None,
+) -> dict[str, dict[str, Any]]:
     from contract_runtime.freshness import run_monitor
 
     run = kit.make_run("contract_assets_freshness_monitor", "evaluate")
-    context = {"ti": type("TI", (), {"dag_id": run.dag_id, "run_id": run.run_id, "task_id": "evaluate",
-                                     "try_number": 1, "max_tries": 1, "map_index": -1})(),
-               "dag_run": type("DR", (), {"run_after": now, "logical_date": now, "clear_number": 0, "run_id": run.run_id})(),
-               "task": type("T", (), {"retries": 0})()}
+    dag_run_id = run_id or run.run_id
+    context = {"ti": type("TI", (), {"dag_id": run.dag_id, "run_id": dag_run_id, "task_id": "evaluate",
+                                     "try_number": try_number, "max_tries": max_tries, "map_index": -1})(),
+               "dag_run": type("DR", (), {"run_after": logical_date or now, "logical_date": logical_date or now,
+                                          "clear_number": 0, "run_id": dag_run_id})(),
+               "task": type("T", (), {"retries": max_tries})()}
     latest = {"sales.orders": last_event, "sales.never": None}
     entries = run_monitor(env["manifest"], env["monitor"], latest.__getitem__, context, opener=env["opener"], now=now)
     return {e["asset"]: e for e in entries}
@@ -216,30 +227,70 @@ def test_a_failed_alert_keeps_the_state_and_is_sent_again(monitor_env: dict[str,
     assert [(r["previous_state"], r["state"]) for r in RECORDED] == [("fresh", "stale")]
 
 
+def _by_run(events: list[dict[str, Any]]) -> dict[str, list[str]]:
+    runs: dict[str, list[str]] = {}
+    for event in events:
+        runs.setdefault(event["run"]["runId"], []).append(event["eventType"])
+    return runs
+
+
 @kit.requires_spec
-def test_each_evaluation_is_one_valid_openlineage_event_per_asset(monitor_env: dict[str, Any]) -> None:
-    _evaluate(monitor_env, T0, T0 + datetime.timedelta(seconds=12))
+def test_a_monitor_run_is_one_start_and_one_complete_carrying_every_assertion(monitor_env: dict[str, Any]) -> None:
+    """Issue 38 item 6: the monitor's run sends START, then one COMPLETE whose inputs are the
+    monitored assets with their ``freshness`` assertions (not one OTHER per asset and no START
+    or terminal event); every event validates against the OpenLineage spec."""
+    _evaluate(monitor_env, T0, T0 + datetime.timedelta(seconds=12), run_id="scheduled__1")
     events = kit.read_events(monitor_env["events"])
-    assert len(events) == 2
-    by_asset = {}
     for event in events:
         kit.validate_event(event)
-        assert event["eventType"] == "OTHER"
         assert event["job"] == {**event["job"], "namespace": "acme", "name": "contract_assets_freshness_monitor"}
         # our own run, a child of the DAG run (ADR 0010), never the DAG run's runId
         parent = event["run"]["facets"]["parent"]
         assert parent["job"]["name"] == "contract_assets_freshness_monitor"
         assert parent["run"]["runId"] != event["run"]["runId"]
         assert parent["root"]["run"]["runId"] == parent["run"]["runId"]
-        (dataset,) = event["inputs"]
+    assert list(_by_run(events).values()) == [["START", "COMPLETE"]]
+    start, complete = events
+    assert start["inputs"] == []
+    by_asset = {}
+    for dataset in complete["inputs"]:
         (assertion,) = dataset["inputFacets"]["dataQualityAssertions"]["assertions"]
         symlink = dataset["facets"]["symlinks"]["identifiers"][0]["name"]
         by_asset[symlink] = assertion
+    assert sorted(by_asset) == ["sales.never", "sales.orders"]
     orders = by_asset["sales.orders"]
     assert (orders["assertion"], orders["success"], orders["expected"], orders["actual"]) == ("freshness", False, "10", "12.0")
     assert orders["params"]["state"] == "stale" and orders["params"]["max_age"] == "PT10S"
     never = by_asset["sales.never"]
     assert never["success"] is False and never.get("actual") is None and never["params"]["state"] == "unknown"
+
+    # a second DAG run of the monitor is a run of its own, with its own START and COMPLETE
+    _evaluate(monitor_env, T0, T0 + datetime.timedelta(seconds=13), run_id="scheduled__2")
+    runs = _by_run(kit.read_events(monitor_env["events"]))
+    assert list(runs.values()) == [["START", "COMPLETE"], ["START", "COMPLETE"]]
+
+
+@kit.requires_spec
+def test_a_failing_monitor_run_ends_in_one_fail_and_a_retry_in_one_terminal_event(monitor_env: dict[str, Any]) -> None:
+    """A try that fails with a retry left sends no terminal event; the retry sends no second START
+    and ends the run; a final failure is one FAIL with the error and the assertions made."""
+    monitor_env["monitor"]["notifier"]["kwargs"] = {"fail": True}
+    _evaluate(monitor_env, T0, T0 + datetime.timedelta(seconds=1), run_id="retried")
+    with pytest.raises(RuntimeError):
+        _evaluate(monitor_env, T0, T0 + datetime.timedelta(seconds=12), run_id="failed", try_number=1, max_tries=0)
+    with pytest.raises(RuntimeError):
+        _evaluate(monitor_env, T0, T0 + datetime.timedelta(seconds=13), run_id="retry", try_number=1, max_tries=1,
+                  logical_date=T0)
+    monitor_env["monitor"]["notifier"]["kwargs"] = {}
+    _evaluate(monitor_env, T0, T0 + datetime.timedelta(seconds=14), run_id="retry", try_number=2, max_tries=1,
+              logical_date=T0)
+    events = kit.read_events(monitor_env["events"])
+    for event in events:
+        kit.validate_event(event)
+    assert list(_by_run(events).values()) == [["START", "COMPLETE"], ["START", "FAIL"], ["START", "COMPLETE"]]
+    fail = next(e for e in events if e["eventType"] == "FAIL")
+    assert "notifier 'oncall'" in fail["run"]["facets"]["errorMessage"]["message"]
+    assert len(fail["inputs"]) == 2
 
 
 # ---------------------------------------------------------------------- data time in the audit

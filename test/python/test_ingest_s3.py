@@ -352,3 +352,78 @@ def test_store_messages_mask_query_string_credentials(
     stages.lineage_fail(manifest, CONTRACT, run, info.value, "produce")
     for text in (message, events.read_text(encoding="utf-8"), caplog.text):
         assert signature not in text and "AKIAEXAMPLE" not in text
+
+
+def _no_local_copy(text: str) -> None:
+    """No temporary folder and no local path at all appears in a message about an object."""
+    import tempfile
+
+    assert tempfile.gettempdir() not in text and "/tmp" not in text and "ca-load-" not in text, text
+
+
+def test_a_value_that_does_not_convert_names_the_object_and_its_line(bucket: dict[str, Any], env: dict[str, Any]) -> None:
+    """Issue 38 item 5: the message names ``s3://bucket/key``, the line in it and the contract,
+    never the temporary copy the object was read from. Line 6 because a quoted value spans two
+    lines and a blank line is skipped: the number is the object's physical line (header = 1)."""
+    body = (
+        b"order_id,amount,status,updated_at\n"
+        b"001,1.50,open,2026-01-01T00:00:00Z\n"
+        b"\n"
+        b'002,2.00,"open\nwith a note",2026-01-02T00:00:00Z\n'
+        b"003,not-a-number,open,2026-01-03T00:00:00Z\n"
+        b"004,4.00,open,2026-01-04T00:00:00Z\n"
+    )
+    good = put(bucket, "bad/a.csv", csv_rows(("000", "1.00", "open", "2026-01-01T00:00:00Z")))
+    uri = put(bucket, "bad/b.csv", body)
+    manifest = write_manifest(env["root"], [ingest_dag(f"s3://{bucket['name']}/bad/", incremental=False)])
+    with pytest.raises(stages.NonRetryableError) as info:
+        stages.produce(manifest, CONTRACT, run_identity(CONTRACT, "bad-value"), opener=env["opener"])
+    message = str(info.value)
+    assert message == (
+        f"{CONTRACT}: {uri!r} line 6: value 'not-a-number' of property 'amount' does not convert to its "
+        "contract type decimal(18,2) (physicalType)"
+    ), message
+    assert good not in message
+    _no_local_copy(message)
+
+    # JSON lines: the line in the object; Parquet: the row
+    lines = [
+        {"order_id": "j1", "amount": 1, "status": "open", "updated_at": "2026-02-01T00:00:00Z"},
+        {"order_id": "j2", "amount": 2, "status": "open", "updated_at": "not a time"},
+    ]
+    juri = put(bucket, "json/x.jsonl", ("\n" + "".join(json.dumps(r) + "\n" for r in lines)).encode())
+    manifest = write_manifest(env["root"], [ingest_dag(juri, "jsonl", incremental=False)])
+    with pytest.raises(stages.NonRetryableError) as info:
+        stages.produce(manifest, CONTRACT, run_identity(CONTRACT, "bad-json"), opener=env["opener"])
+    assert str(info.value).startswith(f"{CONTRACT}: {juri!r} line 3: value 'not a time' of property 'updated_at'"), info.value
+    _no_local_copy(str(info.value))
+
+    import duckdb
+
+    con = duckdb.connect()
+    out = env["root"] / "p.parquet"
+    con.execute(
+        "copy (select order_id, amount::double as amount, status, updated_at::timestamptz as updated_at from "
+        "(values ('p1', 3.25, 'paid', '2026-03-01 00:00:00+00'), ('p2', 1e30, 'paid', '2026-03-01 00:00:00+00')) "
+        "as t(order_id, amount, status, updated_at)) "
+        f"to '{out}' (format parquet)"
+    )
+    con.close()
+    puri = put(bucket, "pq/one.parquet", out.read_bytes())
+    manifest = write_manifest(env["root"], [ingest_dag(puri, "parquet", incremental=False)])
+    with pytest.raises(stages.NonRetryableError) as info:
+        stages.produce(manifest, CONTRACT, run_identity(CONTRACT, "bad-parquet"), opener=env["opener"])
+    assert str(info.value).startswith(f"{CONTRACT}: {puri!r} row 2: value '1e+30' of property 'amount'"), info.value
+    _no_local_copy(str(info.value))
+
+
+def test_an_unreadable_object_is_named_by_its_uri_not_its_local_copy(bucket: dict[str, Any], env: dict[str, Any]) -> None:
+    """DuckDB names the file it read (``file = /tmp/…``): the message names the object instead."""
+    uri = put(bucket, "broken/a.csv", b"order_id,amount,status,updated_at\n001,1.00,op\xffen,2026-01-01\n")
+    manifest = write_manifest(env["root"], [ingest_dag(uri, incremental=False)])
+    with pytest.raises(stages.NonRetryableError) as info:
+        stages.produce(manifest, CONTRACT, run_identity(CONTRACT, "broken"), opener=env["opener"])
+    message = str(info.value)
+    assert message.startswith(f"{CONTRACT}: cannot read csv object {uri!r}: ") and "not utf-8 encoded" in message
+    assert f"file = {uri}" in message, message  # DuckDB's own account, about the object
+    _no_local_copy(message)

@@ -12,7 +12,9 @@ import statistics
 import threading
 import time
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 from contract_runtime.lineage import (
@@ -200,7 +202,7 @@ def test_closed_port_leaves_the_task_as_with_lineage_off(
     assert _task(run_emits=True) == _task(run_emits=False)
     _assert_bounded_and_quiet(caplog, started, emits=4)
     for record in _lineage_warnings(caplog):
-        assert "not sent: the backend is unreachable (ConnectionError" in record.getMessage(), record.getMessage()
+        assert "not sent: the backend is unreachable (ConnectionRefusedError" in record.getMessage(), record.getMessage()
         assert "log-pass-3" not in record.getMessage()
 
 
@@ -525,3 +527,147 @@ def test_overhead_per_emit_with_the_file_transport(
     )
     assert len(read_events(tmp_path / "events.jsonl")) == 601
     assert all(value < 50 for value in medians.values()), medians
+
+
+# --- order with a backend that holds the first request -----------------------------------------
+
+
+class StallingBackend(ThreadingHTTPServer):
+    """A real HTTP/1.1 server on 127.0.0.1 that holds the first connection ``stall`` seconds:
+    ``before-reading`` anything of it (a busy backend: the request waits in its socket), or
+    ``after-reading`` its body (a backend slow to store what it took up), then serves it like
+    every other. ``received`` records, in the order the server finished reading them, each
+    request's event type and whether its whole body arrived (``Content-Length`` bytes)."""
+
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(self, stall: float, where: str = "before-reading") -> None:
+        self.stall = stall
+        self.where = where
+        self.first = threading.Lock()
+        self.received: list[tuple[str | None, bool]] = []
+        self.done = threading.Event()
+        super().__init__(("127.0.0.1", 0), _StallingHandler)
+
+
+class _StallingHandler(BaseHTTPRequestHandler):
+    server: StallingBackend
+    protocol_version = "HTTP/1.1"
+
+    def setup(self) -> None:
+        super().setup()
+        self.held = self.server.first.acquire(blocking=False)
+        if self.held and self.server.where == "before-reading":
+            time.sleep(self.server.stall)
+
+    def do_POST(self) -> None:
+        expected = int(self.headers.get("Content-Length") or 0)
+        try:
+            body = self.rfile.read(expected)
+        except OSError:
+            body = b""
+        whole = len(body) == expected
+        kind = json.loads(body).get("eventType") if whole else None
+        self.server.received.append((kind, whole))
+        if self.held and self.server.where == "after-reading":
+            time.sleep(self.server.stall)
+        try:
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        except OSError:
+            pass
+        self.close_connection = True
+
+    def finish(self) -> None:
+        super().finish()
+        if getattr(self, "held", False):
+            self.server.done.set()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+
+@pytest.mark.parametrize("budget", [2.0, None], ids=["2s", "default-5s"])
+def test_a_start_the_backend_holds_never_reaches_it_after_complete(
+    budget: float | None, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 38 item 6: the backend holds the first request (START, from ``produce``) longer than
+    the budget, then serves everything. ``publish``'s COMPLETE (its own task try and budget)
+    reaches it at once. START's body must not reach the backend after COMPLETE: it is withdrawn
+    unsent (no 100 Continue came), with one warning saying so, and never delivered."""
+    caplog.set_level(logging.WARNING, logger=LOGGER)
+    seconds = budget or 5.0
+    server = StallingBackend(stall=seconds + 1.5)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        use_http_transport(monkeypatch, f"http://127.0.0.1:{server.server_port}", timeout=seconds, retries=0)
+        if budget is None:
+            monkeypatch.delenv("CONTRACT_ASSETS_LINEAGE_TIMEOUT")
+        started = time.monotonic()
+        emit_start(MANIFEST, DAG, make_run(DAG["dag_id"], "produce"))
+        assert time.monotonic() - started < seconds + MARGIN
+        emit_complete(MANIFEST, DAG, make_run(DAG["dag_id"], "publish"), synthetic_outputs(DAG))
+        assert server.done.wait(seconds + 5), "the held request was never served"
+        time.sleep(0.2)
+        delivered = [kind for kind, whole in server.received if whole]
+        assert delivered == ["COMPLETE"], server.received
+        assert (None, False) in server.received  # START: its head, never its body
+        (line,) = [r.getMessage() for r in _lineage_warnings(caplog)]
+        assert "START event of finance.invoices_curated" in line and "withdrawn before its body was sent" in line
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_start_the_backend_took_up_but_answers_late_reached_it_before_complete(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The other stall: the backend asks for START's body (100 Continue), reads it, and answers
+    after the budget. START is not confirmed (one warning), but its body reached the backend
+    before COMPLETE was sent: arrival order START, COMPLETE (ADR 0026)."""
+    caplog.set_level(logging.WARNING, logger=LOGGER)
+    server = StallingBackend(stall=3.5, where="after-reading")
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        use_http_transport(monkeypatch, f"http://127.0.0.1:{server.server_port}", timeout=2.0, retries=0)
+        emit_start(MANIFEST, DAG, make_run(DAG["dag_id"], "produce"))
+        emit_complete(MANIFEST, DAG, make_run(DAG["dag_id"], "publish"), synthetic_outputs(DAG))
+        assert server.done.wait(10)
+        assert server.received == [("START", True), ("COMPLETE", True)]
+        (line,) = [r.getMessage() for r in _lineage_warnings(caplog)]
+        assert "START" in line and "not confirmed within 2.0 s: no answer from the backend; the task goes on" in line
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_without_expect_continue_the_body_goes_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``CONTRACT_ASSETS_LINEAGE_EXPECT_CONTINUE=false`` (a backend that ignores the expectation):
+    no ``Expect`` header, the body with the head; the event is delivered."""
+    server = StallingBackend(stall=0.0)
+    seen: list[str | None] = []
+    original = _StallingHandler.do_POST
+
+    def record(handler: _StallingHandler) -> None:
+        seen.append(handler.headers.get("Expect"))
+        original(handler)
+
+    monkeypatch.setattr(_StallingHandler, "do_POST", record)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        use_http_transport(monkeypatch, f"http://127.0.0.1:{server.server_port}", timeout=2.0, retries=0)
+        emit_start(MANIFEST, DAG, make_run(DAG["dag_id"], "produce"))
+        monkeypatch.setenv("CONTRACT_ASSETS_LINEAGE_EXPECT_CONTINUE", "false")
+        emit_complete(MANIFEST, DAG, make_run(DAG["dag_id"], "publish"), synthetic_outputs(DAG))
+        assert server.received == [("START", True), ("COMPLETE", True)]
+        assert seen == ["100-continue", None]
+    finally:
+        server.shutdown()
+        server.server_close()

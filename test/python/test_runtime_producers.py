@@ -361,3 +361,16 @@ def test_asset_table() -> None:
     assert asset_table("fx.rates_daily") == TableRef("fx", "rates_daily")
     with pytest.raises(ProducerError):
         asset_table("nodot")
+
+
+def test_dbt_messages_name_the_work_folder_not_its_temporary_path(tmp_path: Path) -> None:
+    """dbt runs in a temporary folder of its own; a message about its files says so, not where."""
+    from contract_runtime.dbtrun import DbtSetupError, _read_json
+
+    results = tmp_path / "ca-dbt-x" / "target" / "run_results.json"
+    results.parent.mkdir(parents=True)
+    results.write_text("{not json")
+    with pytest.raises(DbtSetupError) as info:
+        _read_json(results, "dbt run results", "<dbt work folder>/target/run_results.json")
+    assert str(info.value).startswith("cannot read the dbt run results <dbt work folder>/target/run_results.json: ")
+    assert str(tmp_path) not in str(info.value)

@@ -10,8 +10,9 @@ budget (``CONTRACT_ASSETS_LINEAGE_TIMEOUT``, see :mod:`contract_runtime.lineage.
   ``dataQualityAssertions`` in the tested dataset's ``inputFacets``; before the terminal event.
 * :func:`emit_complete` — ``publish`` succeeded: COMPLETE, with the published outputs.
 * :func:`emit_fail` — the final failure (not a retry) of any task: FAIL, with ``errorMessage``.
-* :func:`emit_freshness` — the freshness monitor evaluated an asset: OTHER, with a
-  ``freshness`` assertion in the asset's ``inputFacets`` (job: the monitor's dag_id).
+* :func:`emit_freshness_start` / :func:`emit_freshness_end` — the freshness monitor's run (job:
+  the monitor's dag_id): START when its task starts, then COMPLETE (or FAIL) with every monitored
+  asset as an input carrying its ``freshness`` assertion.
 * :func:`emit_skip` — ``produce`` skipped the run (``require: passed`` not met): ABORT, with
   ``contractAssets_skip``.
 
@@ -34,7 +35,8 @@ from contract_runtime.lineage.events import (
     assertions_event,
     complete_event,
     fail_event,
-    freshness_event,
+    freshness_end_event,
+    freshness_start_event,
     job_name,
     job_namespace,
     skip_event,
@@ -60,7 +62,8 @@ __all__ = [
     "emit_assertions",
     "emit_complete",
     "emit_fail",
-    "emit_freshness",
+    "emit_freshness_end",
+    "emit_freshness_start",
     "emit_skip",
     "emit_start",
     "sql_warehouse_namespace",
@@ -146,22 +149,34 @@ def emit_fail(
     _emit("FAIL", dag, lambda: fail_event(manifest, dag, run, error, task_id), run)
 
 
-def emit_freshness(
+def emit_freshness_start(manifest: dict[str, Any], monitor: dict[str, Any], run: RunIdentityLike) -> None:
+    """Send START of the freshness monitor's run (its task's first try, before evaluating).
+
+    :param monitor: The manifest's ``freshness_monitor`` section.
+    """
+    _emit("START", monitor, lambda: freshness_start_event(manifest, monitor, run), run)
+
+
+def emit_freshness_end(
     manifest: dict[str, Any],
     monitor: dict[str, Any],
     run: RunIdentityLike,
-    entry: dict[str, Any],
-    policy: dict[str, Any],
+    entries: list[dict[str, Any]],
     warehouse: dict[str, Any],
+    error: BaseException | None = None,
 ) -> None:
-    """Send OTHER with the ``freshness`` assertion of one monitored asset.
+    """Send the terminal event of the freshness monitor's run: COMPLETE with every evaluated
+    asset's ``freshness`` assertion, or FAIL (``errorMessage``, and the assertions made) when the
+    monitor task fails for good.
 
-    :param monitor: The manifest's ``freshness_monitor`` section.
-    :param entry: One evaluation (``contract_runtime.freshness.evaluate_assets``).
-    :param policy: The asset's entry of ``monitor["assets"]``.
+    :param entries: The evaluations (``contract_runtime.freshness.evaluate_assets``).
     :param warehouse: ``warehouse_namespace`` / ``warehouse_database`` naming the warehouse.
+    :param error: What failed the task, or None.
     """
-    _emit("OTHER", monitor, lambda: freshness_event(manifest, monitor, run, entry, policy, warehouse), run)
+    kind = "COMPLETE" if error is None else "FAIL"
+    _emit(kind, monitor, lambda: freshness_end_event(manifest, monitor, run, entries, warehouse, error), run)
+
+
 def emit_skip(
     manifest: dict[str, Any], dag: dict[str, Any], run: RunIdentityLike, reason: str, unmet: list[dict[str, Any]]
 ) -> None:

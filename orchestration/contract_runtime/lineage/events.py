@@ -56,7 +56,8 @@ __all__ = [
     "assertions_event",
     "complete_event",
     "fail_event",
-    "freshness_event",
+    "freshness_end_event",
+    "freshness_start_event",
     "job_name",
     "job_namespace",
     "resolve_git_commit",
@@ -368,30 +369,10 @@ def fail_event(
     )
 
 
-def freshness_event(
-    manifest: Mapping[str, Any],
-    monitor: Mapping[str, Any],
-    run: RunIdentityLike,
-    entry: Mapping[str, Any],
-    policy: Mapping[str, Any],
-    warehouse: Mapping[str, Any],
-    *,
-    event_time: str | None = None,
-) -> RunEvent:
-    """The OTHER event of one freshness evaluation (sent by the freshness monitor, per asset).
-
-    Job: ``<lineage namespace>`` / the monitor's dag_id; run: its own runId (:func:`contract_run_id`
-    of the monitor's dag_id), whose ``parent`` and ``root`` are the monitor's DAG run. The monitored
-    asset is the input, identified as every other event identifies it (physical location, Asset
-    symlink), with one ``dataQualityAssertions`` assertion ``freshness``: ``success`` when the state
-    is ``fresh`` or ``recovered``, ``expected`` the policy (``<= max_age``), ``actual`` the age in
-    seconds (None when never published), ``severity`` ``error`` once degraded, else ``warning``.
-
-    :param entry: One result of :func:`contract_runtime.freshness.evaluate_assets`.
-    :param policy: The asset's entry of ``freshness_monitor.assets``.
-    :param warehouse: ``warehouse_namespace`` / ``warehouse_database`` of the warehouse the
-        producers write (see :func:`~contract_runtime.stages.lineage_warehouse`).
-    """
+def _freshness_input(
+    manifest: Mapping[str, Any], entry: Mapping[str, Any], policy: Mapping[str, Any], warehouse: Mapping[str, Any]
+) -> InputDataset:
+    """One monitored asset as the monitor run's input, with its ``freshness`` assertion."""
     lineage_namespace = str(manifest["lineage"]["namespace"])
     asset_name = str(entry["asset"])
     namespace, name = upstream_identity(manifest, asset_name, warehouse)
@@ -416,7 +397,7 @@ def freshness_event(
             "degrade_after": policy.get("degrade_after"),
             "last_event_at": entry.get("last_event_at"),
         }
-    tested = InputDataset(
+    return InputDataset(
         namespace=namespace,
         name=name,
         facets={
@@ -426,21 +407,92 @@ def freshness_event(
         },
         inputFacets={"dataQualityAssertions": facet},
     )
+
+
+def _freshness_event(
+    event_type: RunState,
+    manifest: Mapping[str, Any],
+    monitor: Mapping[str, Any],
+    run: RunIdentityLike,
+    *,
+    inputs: Sequence[InputDataset] = (),
+    run_facets: Mapping[str, RunFacet] | None = None,
+    event_time: str | None = None,
+) -> RunEvent:
     job = Job(
-        namespace=lineage_namespace,
+        namespace=str(manifest["lineage"]["namespace"]),
         name=str(monitor["dag_id"]),
         facets={"jobType": F.job_type_facet()},
     )
     # our monitor job's own run, a child of the DAG run (ADR 0010): a runId belongs to one job
     return RunEvent(
-        eventType=RunState.OTHER,
+        eventType=event_type,
         eventTime=event_time or _now(),
         run=Run(
             runId=contract_run_id(run, str(monitor["dag_id"])),
-            facets={"parent": F.parent_facet(provider_namespace(), str(monitor["dag_id"]), dag_run_id(run))},
+            facets={
+                "parent": F.parent_facet(provider_namespace(), str(monitor["dag_id"]), dag_run_id(run)),
+                **(run_facets or {}),
+            },
         ),
         job=job,
-        inputs=[tested],
+        inputs=list(inputs),
         outputs=[],
         producer=F.PRODUCER,
     )
+
+
+def freshness_start_event(
+    manifest: Mapping[str, Any],
+    monitor: Mapping[str, Any],
+    run: RunIdentityLike,
+    *,
+    event_time: str | None = None,
+) -> RunEvent:
+    """The START of one freshness monitor run (before any asset is evaluated).
+
+    Job: ``<lineage namespace>`` / the monitor's dag_id; run: its own runId (:func:`contract_run_id`
+    of the monitor's dag_id), whose ``parent`` and ``root`` are the monitor's DAG run. No datasets:
+    what the run read is known at its end.
+    """
+    return _freshness_event(RunState.START, manifest, monitor, run, event_time=event_time)
+
+
+def freshness_end_event(
+    manifest: Mapping[str, Any],
+    monitor: Mapping[str, Any],
+    run: RunIdentityLike,
+    entries: Sequence[Mapping[str, Any]],
+    warehouse: Mapping[str, Any],
+    error: BaseException | None = None,
+    *,
+    event_time: str | None = None,
+) -> RunEvent:
+    """The terminal event of one freshness monitor run: COMPLETE, or FAIL with ``errorMessage``
+    when the monitor task fails (a notifier refused an alert, the warehouse did not answer).
+
+    Every evaluated asset is an input, identified as every other event identifies it (physical
+    location, Asset symlink), with one ``dataQualityAssertions`` assertion ``freshness``
+    (``dataQualityAssertions`` is an input dataset facet, allowed on any run event of the spec):
+    ``success`` when the state is ``fresh`` or ``recovered``, ``expected`` the policy (``<=
+    max_age``), ``actual`` the age in seconds (None when never published), ``severity`` ``error``
+    once degraded, else ``warning``. A stale asset is a failed assertion of a run that completed.
+
+    :param entries: The results of :func:`contract_runtime.freshness.evaluate_assets` (none when
+        the run failed before evaluating).
+    :param warehouse: ``warehouse_namespace`` / ``warehouse_database`` of the warehouse the
+        producers write (see :func:`~contract_runtime.stages.lineage_warehouse`).
+    :param error: The exception that failed the monitor task, or None.
+    """
+    policies = {str(a["name"]): a for a in monitor.get("assets", [])}
+    inputs = [_freshness_input(manifest, e, policies.get(str(e["asset"]), {}), warehouse) for e in entries]
+    if error is None:
+        return _freshness_event(RunState.COMPLETE, manifest, monitor, run, inputs=inputs, event_time=event_time)
+    facets: dict[str, RunFacet] = {"errorMessage": F.error_message_facet(error, _task_id(run))}
+    return _freshness_event(
+        RunState.FAIL, manifest, monitor, run, inputs=inputs, run_facets=facets, event_time=event_time
+    )
+
+
+def _task_id(run: RunIdentityLike) -> str:
+    return str(getattr(run, "task_id", "") or "evaluate")

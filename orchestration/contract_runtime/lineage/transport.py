@@ -12,8 +12,14 @@
   START spends no second timeout on FAIL. Over HTTP, retries are ours:
   ``CONTRACT_ASSETS_LINEAGE_RETRIES`` (default 2, at most 10) more attempts on HTTP 500/502/503/504
   or a refused connection, with backoff, each inside the budget and timing out at its end. An
-  attempt never starts after the caller stopped waiting, so an abandoned send is never delivered
-  after the run's terminal event (see :func:`send`).
+  attempt never starts after the caller stopped waiting.
+* **Order** (ADR 0026): over HTTP each request goes out with ``Expect: 100-continue`` and its body
+  only after the backend's ``100 Continue`` (:func:`_post`; ``CONTRACT_ASSETS_LINEAGE_EXPECT_CONTINUE=false``
+  sends it at once, for a backend that ignores the expectation); a request the backend has not taken
+  up by the deadline is withdrawn with its body unsent, so the backend never completes it later.
+  When :func:`send` returns, the event's body has reached the backend's connection or never
+  will: events of one run, sent one after another by its tasks, reach the backend in that order,
+  and no START lands after the run's terminal event.
 * **Quiet failures**: any failure (refused connection, HTTP 500, timeout, bad configuration) is
   logged as exactly one WARNING line on the ``contract_runtime.lineage`` logger that names the
   cause (``the backend answered HTTP 500 …``, ``the backend is unreachable (…)``, ``not confirmed
@@ -26,10 +32,17 @@
 
 from __future__ import annotations
 
+import base64
+import http.client
 import logging
 import os
+import select
+import socket
+import ssl
 import threading
 import time
+import urllib.parse
+import urllib.request
 from collections.abc import Callable, Hashable
 from typing import Any
 
@@ -42,6 +55,7 @@ __all__ = [
     "DEFAULT_MAX_BYTES",
     "DEFAULT_RETRIES",
     "DEFAULT_TIMEOUT_SECONDS",
+    "expect_continue",
     "lineage_disabled",
     "max_event_bytes",
     "retries",
@@ -62,6 +76,8 @@ BACKOFF_SECONDS: float = 0.2
 #: Below this much budget left a send is not attempted (seconds).
 MIN_SEND_SECONDS: float = 0.05
 JOIN_GRACE_SECONDS: float = 0.25
+#: Longest interim (``100``) or early final response head read before the body is sent (bytes).
+_MAX_HEAD_BYTES: int = 65536
 _BUDGET_KEYS_KEPT = 256
 
 _spent: dict[Hashable, float] = {}
@@ -152,6 +168,14 @@ def retries() -> int:
     return min(value, MAX_RETRIES) if value >= 0 else DEFAULT_RETRIES
 
 
+def expect_continue() -> bool:
+    """Whether HTTP sends wait for the backend's ``100 Continue`` before their body:
+    ``CONTRACT_ASSETS_LINEAGE_EXPECT_CONTINUE``, default true; ``false`` for a backend that ignores
+    the expectation (an HTTP/1.0 server, which otherwise never gets an event), at the cost of the
+    order guarantee (ADR 0026)."""
+    return os.environ.get("CONTRACT_ASSETS_LINEAGE_EXPECT_CONTINUE", "").strip().lower() != "false"
+
+
 def _spend(key: Hashable | None, seconds: float) -> None:
     if key is None:
         return
@@ -183,6 +207,193 @@ class _Undelivered(Exception):
         self.attempts = attempts
 
 
+class _Withdrawn(Exception):
+    """The backend did not take the request up (no ``100 Continue``, no answer) by the deadline;
+    the connection was closed with the body unsent, so the backend can never complete it."""
+
+
+class _HttpStatus(Exception):
+    """The backend answered with an error status."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(f"HTTP {status} {reason}".rstrip())
+        self.status = status
+        self.reason = reason
+
+
+class _Gate:
+    """Orders the body's send against the caller's abandoning the send: the body goes out before
+    the caller stops waiting, or never (one lock around both)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.abandoned = threading.Event()
+        #: True once a body was handed to the backend without its ``100 Continue`` (it ignored the
+        #: expectation): such a request may still complete after the deadline.
+        self.unasked = False
+
+    def abandon(self) -> None:
+        with self.lock:
+            self.abandoned.set()
+
+
+def _direct(url: str) -> bool:
+    """Whether ``url`` is reached without a proxy from the environment (else the client's own
+    ``requests`` session sends, with the proxy, and :func:`_post` does not apply)."""
+    host = urllib.parse.urlsplit(url).hostname or ""
+    scheme = urllib.parse.urlsplit(url).scheme
+    proxies = urllib.request.getproxies()
+    return scheme not in proxies or bool(urllib.request.proxy_bypass(host))
+
+
+def _ssl_context(transport: Any) -> ssl.SSLContext:
+    verify = getattr(transport, "verify", True)
+    context = ssl.create_default_context(cafile=verify if isinstance(verify, str) else None)
+    if verify is False:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    cert = getattr(transport, "cert", None)
+    if isinstance(cert, tuple):
+        context.load_cert_chain(cert[0], cert[1])
+    elif isinstance(cert, str):
+        context.load_cert_chain(cert)
+    return context
+
+
+def _read_head(sock: socket.socket, deadline: float) -> tuple[int, str, dict[str, str]]:
+    """One response head (status line and headers) read byte by byte, so nothing after it is taken
+    from the socket: ``(status, reason, headers lower-cased)``.
+
+    :raises TimeoutError: Past the deadline. :raises ConnectionError: The backend closed.
+    """
+    data = b""
+    while not data.endswith(b"\r\n\r\n"):
+        sock.settimeout(max(deadline - time.monotonic(), 0.001))
+        chunk = sock.recv(1)
+        if not chunk:
+            raise ConnectionResetError("the backend closed the connection")
+        data += chunk
+        if len(data) > _MAX_HEAD_BYTES:
+            raise ConnectionError("response head too long")
+    lines = data.decode("iso-8859-1").split("\r\n")
+    parts = lines[0].split(" ", 2)
+    status = int(parts[1])
+    headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:] if line)}
+    return status, parts[2] if len(parts) > 2 else "", headers
+
+
+def _post(transport: Any, event: RunEvent, deadline: float, gate: _Gate, *, expect: bool | None = None) -> None:
+    """POST one event to the client's HTTP transport (its URL, endpoint, headers, auth, compression,
+    TLS settings), the body only once the backend asks for it.
+
+    Sequence: connect; send the head with ``Expect: 100-continue``; wait for the backend's
+    ``100 Continue`` until the deadline — without an interim answer by then the connection is
+    closed and the body was never sent (:class:`_Withdrawn`): the backend holds a head whose body
+    never comes and completes nothing; a final answer before the body (e.g. 401, 417) ends the
+    attempt (417: once more without the expectation, the body sent unasked). With
+    ``expect=False`` (:func:`expect_continue` off) the body follows the head at once. Then the body (under the gate's
+    lock, unless the caller stopped waiting) and the final answer, read until the deadline, after
+    which the socket is shut.
+
+    :raises _Withdrawn: Nothing taken up by the deadline.
+    :raises _HttpStatus: An answer of 400 or more.
+    :raises _Abandoned: The caller stopped waiting before the body was sent.
+    :raises OSError: Connection refused or reset, a timeout (``TimeoutError``), TLS failures.
+    """
+    from openlineage.client.serde import Serde
+
+    if expect is None:
+        expect = expect_continue()
+    url = urllib.parse.urljoin(transport.url, transport.endpoint)
+    parts = urllib.parse.urlsplit(url)
+    body, headers = transport._prepare_request(Serde.to_json(event))
+    data = body.encode("utf-8") if isinstance(body, str) else bytes(body)
+    headers = dict(headers)
+    if parts.username is not None and not any(k.lower() == "authorization" for k in headers):
+        # what requests does with user-info in the URL
+        pair = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}"
+        headers["Authorization"] = "Basic " + base64.b64encode(pair.encode("utf-8")).decode("ascii")
+    left = max(deadline - time.monotonic(), 0.001)
+    connection: http.client.HTTPConnection
+    if parts.scheme == "https":
+        connection = http.client.HTTPSConnection(
+            parts.hostname or "", parts.port, timeout=left, context=_ssl_context(transport)
+        )
+    else:
+        connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=left)
+    timer: threading.Timer | None = None
+    try:
+        connection.connect()
+        sock = connection.sock
+        assert sock is not None
+        connection.putrequest("POST", (parts.path or "/") + (f"?{parts.query}" if parts.query else ""),
+                              skip_accept_encoding=True)
+        for key, value in headers.items():
+            connection.putheader(key, value)
+        connection.putheader("Content-Length", str(len(data)))
+        if expect:
+            connection.putheader("Expect", "100-continue")
+        connection.endheaders()
+        unasked = not expect
+        if expect:
+            wait = deadline - time.monotonic()
+            if wait <= 0 or not select.select([sock], [], [], wait)[0]:
+                raise _Withdrawn()
+            status, reason, _ = _read_head(sock, deadline)
+            if status == 417:
+                connection.close()
+                return _post(transport, event, deadline, gate, expect=False)
+            if status >= 400:
+                raise _HttpStatus(status, reason)
+            if status != 100:
+                return
+        with gate.lock:
+            if gate.abandoned.is_set():
+                raise _Abandoned()
+            sock.settimeout(max(deadline - time.monotonic(), 0.001))
+            gate.unasked = unasked
+            sock.sendall(data)
+        # a backend trickling its answer may not hold the attempt past the deadline
+        timer = threading.Timer(max(deadline - time.monotonic(), 0.0), _shut, (sock,))
+        timer.daemon = True
+        timer.start()
+        sock.settimeout(max(deadline - time.monotonic(), 0.001))
+        response = connection.getresponse()
+        response.read(_MAX_HEAD_BYTES)
+        if response.status >= 400:
+            raise _HttpStatus(response.status, response.reason)
+    except (http.client.HTTPException, OSError) as error:
+        if time.monotonic() >= deadline and not isinstance(error, TimeoutError):
+            raise TimeoutError("no answer before the deadline") from error
+        if isinstance(error, http.client.HTTPException):
+            raise ConnectionResetError(one_line(error)) from error
+        raise
+    finally:
+        if timer is not None:
+            timer.cancel()
+        connection.close()
+
+
+def _shut(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
+def _post_cause(error: BaseException) -> tuple[str, bool]:
+    """``(cause in words, retryable)`` of a :func:`_post` failure."""
+    if isinstance(error, _HttpStatus):
+        return f"the backend answered HTTP {error.status} {error.reason}".rstrip(), error.status in RETRY_STATUSES
+    if isinstance(error, TimeoutError):
+        return "no answer from the backend in time", False
+    if isinstance(error, ssl.SSLError):
+        return one_line(error), False
+    if isinstance(error, OSError):
+        return f"the backend is unreachable ({one_line(error)})", True
+    return one_line(error), False
+
+
 def _http_cause(error: BaseException) -> tuple[str, bool]:
     """``(cause in words, retryable)`` of an HTTP transport failure (requests exceptions)."""
     import requests
@@ -198,42 +409,51 @@ def _http_cause(error: BaseException) -> tuple[str, bool]:
     return one_line(error), False
 
 
-def _emit_http(client: Any, event: RunEvent, deadline: float, abandoned: threading.Event) -> int:
+def _emit_http(client: Any, event: RunEvent, deadline: float, gate: _Gate) -> int:
     """Emit through the client's HTTP transport with our own bounded retries; returns attempts.
 
-    The client's own retry series (urllib3, 5 tries with backoff by default) is replaced for this
-    send by a session without retries, so every attempt is ours: it starts only while time is left
-    and the caller still waits, and its socket timeout is the time left, so no attempt outlives
-    the budget and an abandoned send is never delivered later.
+    Each attempt is :func:`_post` (the body only once the backend takes the request up); it starts
+    only while time is left and the caller still waits. Through a proxy from the environment the
+    client's own ``requests`` session sends instead (its retries replaced by none, its timeout the
+    time left): the order guarantee of :func:`_post` does not hold there (ADR 0026).
     """
-    import requests
-    import urllib3
-
     transport = client.transport
-    session = requests.Session()
-    transport.session = session  # the setter mounts the client's adapter; ours replaces it
-    session.mount(transport.url, requests.adapters.HTTPAdapter(max_retries=urllib3.util.Retry(total=0, raise_on_status=False)))
+    direct = _direct(urllib.parse.urljoin(transport.url, transport.endpoint)) and hasattr(transport, "_prepare_request")
+    session = None
+    if not direct:
+        import requests
+        import urllib3
+
+        session = requests.Session()
+        transport.session = session  # the setter mounts the client's adapter; ours replaces it
+        session.mount(transport.url, requests.adapters.HTTPAdapter(max_retries=urllib3.util.Retry(total=0, raise_on_status=False)))
     attempts = 0
     try:
         for attempt in range(retries() + 1):
             left = deadline - time.monotonic()
-            if abandoned.is_set() or left <= 0:
+            if gate.abandoned.is_set() or left <= 0:
                 raise _Abandoned()
-            transport.timeout = left
             attempts += 1
             try:
-                client.emit(event)
+                if direct:
+                    _post(transport, event, deadline, gate)
+                else:
+                    transport.timeout = left
+                    client.emit(event)
                 return attempts
+            except (_Abandoned, _Withdrawn):
+                raise
             except Exception as error:
-                cause, retryable = _http_cause(error)
+                cause, retryable = _post_cause(error) if direct else _http_cause(error)
                 if not retryable or attempt == retries():
                     raise _Undelivered(cause, error, attempts) from error
             pause = min(BACKOFF_SECONDS * 2**attempt, deadline - time.monotonic())
-            if pause > 0 and abandoned.wait(pause):
+            if pause > 0 and gate.abandoned.wait(pause):
                 raise _Abandoned()
         raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
     finally:
-        session.close()
+        if session is not None:
+            session.close()
 
 
 def send(
@@ -249,10 +469,16 @@ def send(
     :func:`timeout_seconds`: a send waits at most what earlier sends of the task left, and a send
     with nothing left is not attempted. Without a key each send gets the whole budget.
 
-    **No late delivery**: over HTTP every attempt (the first and :func:`retries` more, with
-    backoff) starts only before the send's deadline and times out at it; once the caller stops
-    waiting no attempt starts. A backend that already received the request may still record it;
-    the client never sends it after the deadline.
+    **No late delivery, order kept** (ADR 0026): over HTTP every attempt (the first and
+    :func:`retries` more, with backoff) starts only before the send's deadline and ends at it; the
+    body goes only after the backend's ``100 Continue``, and never once the caller stopped waiting.
+    A request the backend did not take up in time is withdrawn unsent (the warning says so). So
+    when this returns, the body has reached the backend's connection or never will, and the next
+    event of the run (sent after this returned, by this task or a later one) reaches it after.
+    Limits: with :func:`expect_continue` off, or after a backend's 417, the body goes unasked and
+    a backend holding it may complete it after the deadline (the warning says it may); a proxy
+    from the environment is used through the client's own session; between its ``100 Continue``
+    and reading the body the backend is in control.
 
     :param kind: ``START`` | ``OTHER`` | ``COMPLETE`` | ``FAIL`` (for log lines).
     :param dag_id: The contract's dag_id (for log lines).
@@ -274,7 +500,8 @@ def send(
         return False
     started = time.monotonic()
     deadline = started + left
-    abandoned = threading.Event()
+    gate = _Gate()
+    abandoned = gate.abandoned
     outcome: dict[str, Any] = {}
 
     def deliver() -> None:
@@ -294,12 +521,14 @@ def send(
             if abandoned.is_set():
                 return
             if getattr(getattr(client, "transport", None), "kind", None) == "http":
-                outcome["attempts"] = _emit_http(client, shrunk, deadline, abandoned)
+                outcome["attempts"] = _emit_http(client, shrunk, deadline, gate)
             else:
                 client.emit(shrunk)
             outcome["sent"] = True
         except _Abandoned:
             return
+        except _Withdrawn:
+            outcome["withdrawn"] = True
         except _Undelivered as failure:
             outcome["undelivered"] = failure
         except BaseException as error:  # noqa: BLE001 - same
@@ -312,7 +541,8 @@ def send(
     # A little grace past the deadline, so an attempt timing out at it reports its own cause.
     worker.join(left + JOIN_GRACE_SECONDS)
     if worker.is_alive():
-        abandoned.set()
+        # after this no body of this send goes out (the worker checks under the same lock)
+        gate.abandon()
     _spend(budget_key, time.monotonic() - started)
     what = f"{kind} event of {dag_id}" + (
         f" (run {outcome['run_id']})" if "run_id" in outcome else ""
@@ -334,13 +564,24 @@ def send(
             cap,
         )
         return False
+    if "withdrawn" in outcome:
+        log.warning(
+            "lineage: %s not sent: the backend did not take the request up within %.1f s (no 100 Continue); "
+            "it was withdrawn before its body was sent, so it is never delivered later; the task goes on",
+            what,
+            left,
+        )
+        return False
     if "undelivered" in outcome:
         failure: _Undelivered = outcome["undelivered"]
         if failure.cause.startswith("no answer"):
             log.warning(
-                "lineage: %s not confirmed within %.1f s: no answer from the backend; the task goes on",
+                "lineage: %s not confirmed within %.1f s: no answer from the backend%s; the task goes on",
                 what,
                 left,
+                " (its body went without the backend's 100 Continue: the backend may still complete it later)"
+                if gate.unasked
+                else "",
             )
         else:
             log.warning(

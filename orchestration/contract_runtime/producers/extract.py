@@ -327,7 +327,15 @@ def publish_manifest(request: ProduceRequest, verdicts: Mapping[str, Mapping[str
                     local, got = objectstore.download(obj, conn_id, tmp, contract_id=request.contract_id)
                     rows: int | None = None
                     if got.sha256 == f["sha256"]:
-                        rows = _count(con, "select count(*) from read_parquet(?)", [local])
+                        try:
+                            rows = _count(con, "select count(*) from read_parquet(?)", [local])
+                        except duckdb.Error as exc:
+                            # DuckDB names the file it read: the temporary copy, not the landing file
+                            said = str(exc).replace(local, str(f["uri"]))
+                            raise ProducerError(
+                                f"{request.contract_id}: landing file {f['uri']!r} (Connection {conn_id!r}) "
+                                f"cannot be read back as Parquet: {said}; no manifest written"
+                            ) from exc
                     if got.sha256 != f["sha256"] or got.size != f["size"] or rows != f["rows"]:
                         raise ProducerError(
                             f"{request.contract_id}: landing file {f['uri']!r} (Connection {conn_id!r}) does not match "

@@ -15,7 +15,10 @@ Each object is copied to a temporary folder (its size and SHA-256 measured on th
 there with DuckDB (``read_csv`` with every column as text, ``read_json`` newline-delimited,
 ``read_parquet``); each contract column is cast to its contract type, so the file's own type
 guesses never decide (``00123`` stays a string). Every object's URI, key, size, ETag, SHA-256
-and row count is in the produce summary and in ``_ca_state.objects``.
+and row count is in the produce summary and in ``_ca_state.objects``. Messages name the object's
+URI, never the temporary copy: a value that does not convert to its contract type fails with
+:class:`SourceValueError` naming the object, the line (CSV, JSON lines) or row (Parquet), the
+property, the value and the contract type.
 
 Schema drift is checked per object (:mod:`contract_runtime.drift`); a blocking diff writes a
 proposed contract and fails with the diff.
@@ -59,6 +62,7 @@ from contract_runtime.state import get_watermark, loaded_versions, record_object
 
 __all__ = [
     "MANIFEST_NAME",
+    "SourceValueError",
     "describe_source",
     "fail_on_drift",
     "local_stand_in",
@@ -149,9 +153,14 @@ def source_objects(request: ProduceRequest) -> tuple[list[StoredObject], str | N
     return objects, conn_id, uri
 
 
-def describe_source(con: Any, path: str, fmt: str) -> list[tuple[str, str]]:
+def describe_source(
+    con: Any, path: str, fmt: str, *, uri: str | None = None, contract_id: str | None = None
+) -> list[tuple[str, str]]:
     """``[(column, DuckDB type)]`` of one local file.
 
+    :param uri: The object the file is a copy of, named in messages instead of ``path`` (a
+        temporary copy the user never sees); default ``path``.
+    :param contract_id: The contract, named first in messages.
     :raises ProducerError: An unknown format, or a file DuckDB cannot read as ``fmt``.
     """
     import duckdb
@@ -162,11 +171,151 @@ def describe_source(con: Any, path: str, fmt: str) -> list[tuple[str, str]]:
     try:
         return [(str(r[0]), str(r[1])) for r in con.execute(f"describe select * from {reader}", [path]).fetchall()]
     except duckdb.Error as exc:
-        raise ProducerError(f"cannot read {fmt} file {path!r}: {exc}") from exc
+        who = f"{contract_id}: " if contract_id else ""
+        raise ProducerError(f"{who}cannot read {fmt} object {uri or path!r}: {_said(exc, path, uri)}") from exc
+
+
+def _said(exc: BaseException, path: str, uri: str | None) -> str:
+    """What DuckDB said, with the local copy's path replaced by the object's URI (its messages name
+    the file they read, ``file = /tmp/ca-load-…/…``)."""
+    text = str(exc)
+    return text.replace(path, uri) if uri else text
+
+
+class SourceValueError(ProducerError):
+    """A value of a source object does not convert to its contract type.
+
+    :ivar uri: The source object (never a local copy).
+    :ivar place: ``"line"`` (CSV, JSON lines: the physical line the record starts on, the header
+        being line 1) or ``"row"`` (Parquet, JSON: the 1-based record number); None when the
+        record could not be located.
+    :ivar number: The line or row number, or None.
+    :ivar column: The contract property, or None.
+    :ivar value: The value as read (text), or None.
+    """
+
+    def __init__(
+        self, message: str, *, uri: str, place: str | None, number: int | None, column: str | None, value: str | None
+    ) -> None:
+        super().__init__(message)
+        self.uri = uri
+        self.place = place
+        self.number = number
+        self.column = column
+        self.value = value
+
+
+#: Longest value quoted in a conversion message (characters).
+_VALUE_SHOWN = 80
+
+
+def _first_bad_value(
+    con: Any, path: str, fmt: str, properties: list[dict[str, Any]]
+) -> tuple[int, dict[str, Any], str] | None:
+    """``(1-based record number, property, value as text)`` of the first value (record order, then
+    schema order) that does not convert to its contract type, or None.
+
+    Runs only after a cast failed: one thread, so ``row_number() over ()`` follows the file's order.
+    """
+    reader = _READERS[fmt]
+    bad = [
+        f"({quote_ident(p['name'])} is not null and try_cast({quote_ident(p['name'])} as {sql_type(p, 'duckdb')}) is null)"
+        for p in properties
+    ]
+    shown = ", ".join(f"{b}, cast({quote_ident(p['name'])} as varchar)" for b, p in zip(bad, properties, strict=True))
+    con.execute("set threads = 1")
+    row = con.execute(
+        f"select ordinal, {shown} from (select row_number() over () as ordinal, * from {reader}) as src "
+        f"where {' or '.join(bad)} order by ordinal limit 1",
+        [path],
+    ).fetchone()
+    if row is None:
+        return None
+    for i, prop in enumerate(properties):
+        if row[1 + 2 * i]:
+            return int(row[0]), prop, str(row[2 + 2 * i])
+    return None
+
+
+def _record_line(con: Any, path: str, fmt: str, record: int) -> tuple[str, int]:
+    """Where record ``record`` (1-based, in DuckDB's order) is in the file: ``("line", n)`` for CSV
+    and JSON lines (the physical line it starts on, blank lines skipped as DuckDB skips them;
+    a CSV header is line 1), else ``("row", record)``."""
+    if fmt == "csv":
+        import csv
+
+        sniffed = con.execute("select Delimiter, Quote, Escape from sniff_csv(?)", [path]).fetchone()
+        delimiter, quote, escape = (str(v) for v in sniffed) if sniffed else (",", '"', "")
+        options: dict[str, Any] = {"delimiter": delimiter[:1] or ","}
+        if quote and quote != "(empty)":
+            options["quotechar"] = quote[:1]
+        if escape and escape not in ("(empty)", quote):
+            options["escapechar"], options["doublequote"] = escape[:1], False
+        with open(path, encoding="utf-8", errors="replace", newline="") as handle:
+            reader = csv.reader(handle, **options)
+            seen = -1  # the header is record 0
+            while True:
+                start = reader.line_num + 1
+                try:
+                    fields = next(reader)
+                except (StopIteration, csv.Error):
+                    break
+                if not fields:
+                    continue
+                seen += 1
+                if seen == record:
+                    return "line", start
+    elif fmt == "jsonl":
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            seen = 0
+            for number, text in enumerate(handle, start=1):
+                if text.strip():
+                    seen += 1
+                    if seen == record:
+                        return "line", number
+    return "row", record
+
+
+def _conversion_error(
+    con: Any, path: str, fmt: str, properties: list[dict[str, Any]], uri: str | None, contract_id: str | None,
+    exc: BaseException,
+) -> SourceValueError:
+    """The message of a value that does not convert: the object's URI, the line (or row), the
+    property, the value and the contract type; never the local copy's path."""
+    import duckdb
+
+    where = uri or path
+    who = f"{contract_id}: " if contract_id else ""
+    try:
+        found = _first_bad_value(con, path, fmt, properties)
+        placed = _record_line(con, path, fmt, found[0]) if found else None
+    except (duckdb.Error, OSError, ValueError):
+        found, placed = None, None
+    if found is None or placed is None:
+        return SourceValueError(
+            f"{who}a value of {where!r} does not convert to its contract type: {_said(exc, path, uri)}",
+            uri=where, place=None, number=None, column=None, value=None,
+        )
+    _, prop, value = found
+    place, number = placed
+    shown = value if len(value) <= _VALUE_SHOWN else value[: _VALUE_SHOWN - 1] + "\u2026"
+    declared = f"logicalType {prop.get('logicalType')}" if prop.get("physicalType") is None else "physicalType"
+    return SourceValueError(
+        f"{who}{where!r} {place} {number}: value {shown!r} of property {prop['name']!r} does not convert to its "
+        f"contract type {sql_type(prop, 'duckdb')} ({declared})",
+        uri=where, place=place, number=number, column=str(prop["name"]), value=value,
+    )
 
 
 def _read_rows(
-    con: Any, path: str, fmt: str, properties: list[dict[str, Any]], watermark: tuple[str, str] | None
+    con: Any,
+    path: str,
+    fmt: str,
+    properties: list[dict[str, Any]],
+    watermark: tuple[str, str] | None,
+    *,
+    uri: str | None = None,
+    contract_id: str | None = None,
 ) -> tuple[list[tuple[Any, ...]], int]:
     import duckdb
 
@@ -176,7 +325,11 @@ def _read_rows(
     )
     query = f"select {casts} from {reader}"
     params: list[Any] = [path]
-    total = int(con.execute(f"select count(*) from {reader}", [path]).fetchone()[0])
+    try:
+        total = int(con.execute(f"select count(*) from {reader}", [path]).fetchone()[0])
+    except duckdb.Error as exc:
+        who = f"{contract_id}: " if contract_id else ""
+        raise ProducerError(f"{who}cannot read {fmt} object {uri or path!r}: {_said(exc, path, uri)}") from exc
     if watermark is not None:
         column, value = watermark
         prop = next((p for p in properties if p["name"] == column), None)
@@ -187,7 +340,7 @@ def _read_rows(
     try:
         return [tuple(r) for r in con.execute(query, params).fetchall()], total
     except duckdb.ConversionException as exc:
-        raise ProducerError(f"{path!r}: a value does not convert to its contract type: {exc}") from exc
+        raise _conversion_error(con, path, fmt, properties, uri, contract_id, exc) from exc
 
 
 def read_source(
@@ -197,6 +350,8 @@ def read_source(
     *,
     abort_on_drift: bool,
     watermark: tuple[str, str] | None = None,
+    uri: str | None = None,
+    contract_id: str | None = None,
 ) -> tuple[list[tuple[Any, ...]], int]:
     """Read one local file with DuckDB, cast to the contract's types, keep rows above the watermark.
 
@@ -206,21 +361,26 @@ def read_source(
     :param abort_on_drift: Fail on any schema difference (``abort``), else only on removed or
         type-changed columns (no proposal is written here; :func:`produce` writes one).
     :param watermark: ``(column, value as text)`` to keep only rows with ``column > value``.
+    :param uri: The object ``path`` is a local copy of, named in every message instead of ``path``;
+        default ``path``.
+    :param contract_id: The contract, named first in every message.
     :returns: ``(rows in schema column order, number of rows in the file)``.
-    :raises ProducerError: An unknown format, a missing file, drift, or a value that does not
-        convert to its contract type.
+    :raises SourceValueError: A value that does not convert to its contract type (names the
+        object, the line or row, the property, the value and the type).
+    :raises ProducerError: An unknown format, a missing file, drift.
     """
     import duckdb
 
+    who = f"{contract_id}: " if contract_id else ""
     if not os.path.exists(path):
-        raise ProducerError(f"source file {path!r} does not exist")
+        raise ProducerError(f"{who}source file {uri or path!r} does not exist")
     con = duckdb.connect()
     try:
         con.execute("set TimeZone = 'UTC'")
-        diff = schema_diff(properties, describe_source(con, path, fmt), fmt)
+        diff = schema_diff(properties, describe_source(con, path, fmt, uri=uri, contract_id=contract_id), fmt)
         if diff.blocking("abort" if abort_on_drift else None):
-            raise ProducerError(f"schema drift in {path!r}: {diff.describe()}")
-        return _read_rows(con, path, fmt, properties, watermark)
+            raise ProducerError(f"{who}schema drift in {uri or path!r}: {diff.describe()}")
+        return _read_rows(con, path, fmt, properties, watermark, uri=uri, contract_id=contract_id)
     finally:
         con.close()
 
@@ -353,10 +513,12 @@ def produce(request: ProduceRequest) -> dict[str, Any]:
                     skipped += 1
                     os.unlink(local)
                     continue
-                diff = schema_diff(properties, describe_source(con, local, fmt), fmt)
+                diff = schema_diff(properties, describe_source(con, local, fmt, uri=got.uri, contract_id=request.contract_id), fmt)
                 fail_on_drift(request, name, diff, got.uri)
                 added.extend(n for n, _ in diff.added if n not in added)
-                new, in_file = _read_rows(con, local, fmt, properties, watermark)
+                new, in_file = _read_rows(
+                    con, local, fmt, properties, watermark, uri=got.uri, contract_id=request.contract_id
+                )
                 rows.extend(new)
                 total += in_file
                 files.append({**got.record(), "version": got.version, "rows": in_file})
