@@ -890,14 +890,21 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
   },
   {
     id: "ASSET_RETIRED",
-    purpose: "An asset's contract became retired: no more events, and its DAG is removed.",
+    purpose: "An asset's contract became retired: no more events, and its DAG is removed; breaking (the next major version) unless it was a draft (ADR 0024).",
     severity: "dangerous",
     category: "breaking",
     about: "asset",
     detect: (c) =>
       changedPairs(c)
         .filter(([b, a]) => a.status === "retired" && b.status !== "retired")
-        .map(([b, a]) => ({ asset: a.name, field: "status", before: b.status, after: a.status, message: `${q(a.name)} is retired` })),
+        .map(([b, a]) => {
+          // ADR 0024: an asset that had a DAG (active or deprecated) takes its events away from every
+          // reader, in this corpus or not, as a removal does; a draft never had one.
+          const ran = b.status !== "draft";
+          const category: ChangeCategory = ran ? "breaking" : "metadata-only";
+          const consequence = ran ? "a breaking change: its contract needs the next major version" : "it was a draft, so no reader loses anything";
+          return { asset: a.name, field: "status", before: b.status, after: a.status, category, message: `${q(a.name)} is retired (was ${q(b.status)}): ${consequence}` };
+        }),
   },
   {
     id: "EXTERNAL_ASSET_UNREAD",
