@@ -41,6 +41,7 @@ const EXPLAINED: Record<string, string> = {
 
 /** What to write for an orchestration field the ODCS document does not carry. */
 const TO_FILL: Record<string, string> = {
+  id: "id: not a contract id of ours. The ODCS id (a UUID in the official examples) is kept; write <domain>.<name> in lower snake case: it becomes the dag_id and names this file (<domain>/<name>.yaml).",
   domain: "domain: MISSING, required. The first part of the id and of every Asset name; set the id to <domain>.<name> too.",
   team: "owner: MISSING, required. The team that owns the DAG and its Assets (ODCS team.name).",
   schema: "datasets: MISSING, required. One per ODCS schema object, each with schema.version and properties.",

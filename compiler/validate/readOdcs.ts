@@ -162,6 +162,15 @@ export function readOdcsContract(parsed: ParsedDocument, options: ReadOdcsOption
     out[field] = odcs[field];
     t.from([field], [field]);
   }
+  // ODCS's id is any string, a UUID in the official examples; ours is <domain>.<name> and becomes
+  // the dag_id. One that is not ours is derived from the domain and the contract's name (else its
+  // data product, else its first schema object), so an imported or compiled document gets a
+  // stable, valid id; with no domain or no name there is nothing to derive it from.
+  if (!CONTRACT_ID_PATTERN.test(odcs.id)) {
+    const derived = derivedContractId(odcs);
+    if (derived !== undefined) out.id = derived;
+    else lacking("id", "the ODCS id is not <domain>.<name> and there is no domain and name to derive one from; write the contract id, <domain>.<name> in lower snake case", ["id"]);
+  }
   if (odcs.domain === undefined) lacking("domain", "the domain is the first part of the contract id and of every Asset name (<domain>.<name>)", ["id"]);
   if ((odcs.schema ?? []).length === 0) lacking("schema", "each schema object becomes one dataset, one Airflow Asset; a contract produces at least one", odcs.schema !== undefined ? ["schema"] : ["id"]);
 
@@ -410,4 +419,25 @@ function readProperty(property: OdcsProperty, at: NodePath, ours: NodePath, t: T
     if ((nested.quality ?? []).length > 0) notHonoured([...at, "properties", j, "quality"], "quality rules on nested properties are not run");
   }
   return out;
+}
+
+/** Our contract id's shape (`common.schema.json` `ContractId`): two lower snake segments. */
+const CONTRACT_ID_PATTERN = /^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$/;
+
+/** A text as a lower snake segment (`my quantum` → `my_quantum`), or undefined when none is left. */
+function snakeSegment(text: string | undefined): string | undefined {
+  const segment = (text ?? "").toLowerCase().replace(/[^a-z0-9]+/g, "_").replace(/^_+|_+$/g, "");
+  if (segment === "") return undefined;
+  return /^[a-z]/.test(segment) ? segment : `n_${segment}`;
+}
+
+/**
+ * The contract id of an ODCS document whose `id` is not ours: `<domain>.<name>`, each part in lower
+ * snake case, the name being the contract's `name`, else its `dataProduct`, else its first schema
+ * object's `name`. Undefined without a domain or any of those names.
+ */
+export function derivedContractId(odcs: Pick<OdcsContract, "domain" | "name" | "dataProduct" | "schema">): string | undefined {
+  const domain = snakeSegment(odcs.domain);
+  const name = snakeSegment(odcs.name) ?? snakeSegment(odcs.dataProduct) ?? snakeSegment(odcs.schema?.[0]?.name);
+  return domain !== undefined && name !== undefined ? `${domain}.${name}` : undefined;
 }

@@ -230,6 +230,51 @@ describe("import odcs", () => {
     expect(parsed).toMatchObject({ apiVersion: "contract-assets/v1", kind: "TransformContract", id: "sales.report", domain: "sales", datasets: [{ name: "report", schema: { version: 1, properties: [{ name: "day", logicalType: "date" }] } }] });
   });
 
+  it("gives a document whose id is a UUID the id derived from its domain and name, and the file <domain>/<name>.yaml", () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), "ca-odcs-"));
+    fs.writeFileSync(
+      path.join(root, "quantum.odcs.yaml"),
+      "apiVersion: v3.1.0\nkind: DataContract\nid: 53581432-6c55-4ba2-a65f-72344a91553a\nname: My Quantum\nversion: 1.0.0\nstatus: draft\ndomain: Seller\nschema:\n  - name: tbl\n    properties: [{name: day, logicalType: date}]\n",
+    );
+    const r = importOdcs(defaultLayout(root), ["quantum.odcs.yaml"], "contracts");
+    expect([...r.files.keys()]).toEqual(["contracts/seller/my_quantum.yaml"]);
+    expect(YAML.parse(r.files.get("contracts/seller/my_quantum.yaml")!)).toMatchObject({ id: "seller.my_quantum", domain: "Seller" });
+    // No id diagnostic: the derived id is valid (the domain's case is the schema's own finding).
+    expect(r.diagnostics.filter((d) => d.code === "CA3005" && d.message.includes('"id"'))).toEqual([]);
+    fs.rmSync(root, { recursive: true, force: true });
+  });
+
+  it.skipIf(!HAVE_OFFICIAL)("imports every official example: a valid id from its domain and name, else a located error and a comment saying what to fill in", () => {
+    const examples = fs.readdirSync(path.join(SHARED_ODCS, "examples")).filter((f) => f.endsWith(".yaml")).sort();
+    expect(examples.length).toBeGreaterThan(10);
+    for (const example of examples) {
+      const root = fs.mkdtempSync(path.join(os.tmpdir(), "ca-odcs-"));
+      fs.copyFileSync(path.join(SHARED_ODCS, "examples", example), path.join(root, example));
+      const odcs = YAML.parse(fs.readFileSync(path.join(root, example), "utf8")) as { domain?: string; name?: string; dataProduct?: string };
+      const r = importOdcs(defaultLayout(root), [example], "contracts");
+      const [[target, text]] = [...r.files.entries()] as [[string, string]];
+      const contract = YAML.parse(text) as { id: string };
+      const errors = r.diagnostics.filter((d) => d.severity === "error");
+      // Every error is located in the file written or the ODCS document, at a line.
+      for (const d of errors) expect([target, example], `${example}: ${d.code} ${d.message}`).toContain(d.location?.file);
+      for (const d of errors) expect(d.location?.line, `${example}: ${d.code}`).toBeGreaterThan(0);
+      if (odcs.domain !== undefined && (odcs.name ?? odcs.dataProduct) !== undefined) {
+        expect(contract.id, example).toMatch(/^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$/);
+        expect(target, example).toBe(`contracts/${contract.id.replace(".", "/")}.yaml`);
+        expect(errors.filter((d) => d.message.includes('"id"')), example).toEqual([]);
+      } else {
+        // Nothing to derive the id from: the fields to fill in are named in the file and in an error.
+        expect(text, example).toContain("# TO FILL IN: domain: MISSING, required.");
+        expect(errors.map((d) => d.message).join("\n"), example).toContain('missing required field "domain"');
+        if (!/^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$/.test(contract.id)) expect(text, example).toContain("# TO FILL IN: id: not a contract id of ours.");
+      }
+      // ODCS has no producer, so every example has at least that to fill in, said in both places.
+      expect(text, example).toContain("# TO FILL IN: producer: MISSING, required.");
+      expect(errors.map((d) => d.message), example).toContain('missing required field "producer" in the document');
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  });
+
   it("never overwrites a contract file that holds other text, unless forced (CA3606), and takes one that holds the same text as unchanged", () => {
     const root = fs.mkdtempSync(path.join(os.tmpdir(), "ca-odcs-"));
     const odcs = "apiVersion: v3.1.0\nkind: DataContract\nid: sales.report\nversion: 1.0.0\nstatus: draft\ndomain: sales\nschema:\n  - name: report\n    properties: [{name: day, logicalType: date}]\n";
