@@ -5,6 +5,7 @@ import { openCacheReader, readCacheEntries } from "./discover/readCache.js";
 import type { RecordPlaces } from "./discover/readManifest.js";
 import { discoverProject, holdsOtherThan, listProjectFiles, readOutputManifestBytes, stampFiles, startOutputManifestRead, type DiscoveredProject, MAX_FILE_BYTES, MAX_MANIFEST_BYTES, readReferencedFiles, readSourceFile, type ProjectLayout, type SourceFile } from "./discover/discoverProject.js";
 import { breakingDiagnostics, diffManifests, type ManifestDiff } from "./diff/diffManifests.js";
+import { requiredVersion } from "./diff/changeRules.js";
 import { compileStateWriter, decodeCompileState, describeCompile, encodeCompileState, fileInterface, recordsByFile, STATE_FOLDER, STATE_KEY, type CompileState } from "./manifest/compileState.js";
 import { buildGraph, type AssetGraph } from "./graph/buildGraph.js";
 import { linkProject, type LinkedProject } from "./link/linkProject.js";
@@ -23,7 +24,7 @@ import { renderContractYaml } from "./render/renderContractYaml.js";
 import { encodeModuleIndex, MODULE_INDEX_KEY, moduleCacheWriter, moduleDigest, moduleKeys, openModuleCache, readModuleIndex, RENDER_CACHE_FOLDER, type IndexEntry as ModuleIndexEntry } from "./render/moduleCache.js";
 import { assetRenderInputs, modulePath, renderDagModule, renderEachModule, usedAssets, type FileMap } from "./render/renderModules.js";
 import { renderOdcs } from "./render/renderOdcs.js";
-import { mergeProposal, parseProposal } from "./report/driftApply.js";
+import { mergeProposal, parseProposal, setContractVersion } from "./report/driftApply.js";
 import { packageNameOf, scaffoldFiles } from "./report/initCommand.js";
 import { nowNs, trustedStamp } from "./support/fileStamp.js";
 import { sha256Hex } from "./support/hash.js";
@@ -600,6 +601,14 @@ export interface ApplyProposalResult {
  * the same id (`mergeProposal`, comments and layout kept), compiles the project with the merged
  * text standing in for the file (nothing is written yet), and writes the file only when that
  * compile is clean, so an invalid merge never touches the disk.
+ *
+ * The contract's `version` is set here, not by the runtime: the merged compile is diffed against
+ * the state the next `compile` compares with (the output folder's manifest; for a project never
+ * compiled, the project before the merge), and when a version rule of the diff asks for a bump
+ * (a removed or narrowed property: `VERSION_BREAKING_WITHOUT_MAJOR`; one added:
+ * `VERSION_ADDITIVE_WITHOUT_MINOR`), the version it asks for (`requiredVersion`, ADR 0015) is
+ * written with `setContractVersion` and the project compiled again. So what `drift apply` writes
+ * is what `compile` accepts. A version already bumped enough is left alone.
  */
 export function applyProposal(layout: ProjectLayout, proposalPath: string): ApplyProposalResult {
   const result: ApplyProposalResult = { changes: [], diagnostics: [], sources: new Map(), written: false, contractCount: 0, assetCount: 0 };
@@ -621,13 +630,28 @@ export function applyProposal(layout: ProjectLayout, proposalPath: string): Appl
   if (merged.problem) return { ...result, problem: `${relative}: ${merged.problem}`, problemKind: "refused" };
   if (merged.text === original) return result;
   result.changes = merged.changes;
-  const after = compileProject(layout, { overlay: new Map([[relative, merged.text]]) });
+  // The merge is judged against the state the next compile compares with: the output folder's
+  // manifest, else (a project never compiled) the project as it was before the merge.
+  const since = before.previousManifest === undefined && before.manifest ? { previousManifest: before.manifest } : {};
+  let text = merged.text;
+  let after = compileProject(layout, { overlay: new Map([[relative, text]]), ...since });
+  // The version the change needs, from the diff's own version rules (ADR 0015): a removed or
+  // narrowed column the next major, a column added the next minor.
+  const versionRule = after.diff?.changes.find((c) => c.contract === parsed.proposal!.id && requiredVersion(c) !== undefined);
+  if (versionRule) {
+    const version = requiredVersion(versionRule)!;
+    const set = setContractVersion(text, version);
+    if (set.problem) return { ...result, problem: `${relative}: ${set.problem}`, problemKind: "refused" };
+    text = set.text;
+    result.changes = [...result.changes, `version ${String(versionRule.after)} -> ${version} (${versionRule.rule === "VERSION_BREAKING_WITHOUT_MAJOR" ? "a breaking change needs a major version" : "an additive change wants a minor version"}, ADR 0015)`];
+    after = compileProject(layout, { overlay: new Map([[relative, text]]), ...since });
+  }
   result.diagnostics = after.diagnostics;
   result.sources = after.sources;
   result.contractCount = after.project?.contracts.length ?? 0;
   result.assetCount = after.project?.assets.size ?? 0;
   if (hasErrors(after.diagnostics)) return result;
-  const written = writeOutputs({ ...layout, outDir: layout.contractsDir }, new Map([[relative, merged.text]]), { check: false, owns: [] });
+  const written = writeOutputs({ ...layout, outDir: layout.contractsDir }, new Map([[relative, text]]), { check: false, owns: [] });
   result.diagnostics = sortDiagnostics([...after.diagnostics, ...written.diagnostics]);
   result.written = !hasErrors(written.diagnostics);
   return result;

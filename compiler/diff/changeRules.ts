@@ -317,6 +317,22 @@ function nextVersion(before: Semver, level: "major" | "minor"): string {
   return level === "major" ? `${M + 1}.0.0` : `${M}.${m + 1}.0`;
 }
 
+/**
+ * The version a contract must set to satisfy a version rule's finding, from the same rule the
+ * finding applied (ADR 0015: `VERSION_BREAKING_WITHOUT_MAJOR` asks for the next major of the
+ * previous version, `VERSION_ADDITIVE_WITHOUT_MINOR` for the next minor; below 1.0.0 each one
+ * place lower, as Cargo reads semver). `drift apply` sets it (docs/contract-format.md), so the tool and the
+ * check cannot disagree.
+ *
+ * @returns The version text (`2.0.0`, `0.4.0`), or undefined for any other change, or when the
+ *   previous version is not semver (the rules then found nothing either).
+ */
+export function requiredVersion(change: Pick<Change, "rule" | "before">): string | undefined {
+  const level = change.rule === "VERSION_BREAKING_WITHOUT_MAJOR" ? "major" : change.rule === "VERSION_ADDITIVE_WITHOUT_MINOR" ? "minor" : undefined;
+  const before = parseSemver(change.before);
+  return level && before ? nextVersion(before, level) : undefined;
+}
+
 /** One producing contract as both states know it: its version before and after, its changes. */
 interface ContractVersions {
   id: string;

@@ -155,3 +155,19 @@ export function mergeProposal(text: string, proposal: Proposal): MergeResult & {
   for (const e of [...edits].sort((a, b) => b.start - a.start || b.end - a.end)) out = out.slice(0, e.start) + e.text + out.slice(e.end);
   return { text: out, changes };
 }
+
+/**
+ * Sets a contract's top-level `version` in its text by replacing only that scalar, in the quoting
+ * the author used (`"1.3.0"` stays double-quoted), so every comment and the layout stay as written.
+ * `drift apply` calls it with the version the diff's version rule asks for (`requiredVersion` in
+ * diff/changeRules.ts; the rule is ADR 0015).
+ *
+ * @returns The new text, or a problem when the contract has no scalar `version` to replace.
+ */
+export function setContractVersion(text: string, version: string): { text: string; problem?: string } {
+  const doc = parseDocument(text, { keepSourceTokens: true });
+  const node = doc.get("version", true);
+  if (!isScalar(node) || !node.range) return { text, problem: 'the contract has no "version" to set' };
+  const quote = node.type === "QUOTE_DOUBLE" ? '"' : node.type === "QUOTE_SINGLE" ? "'" : "";
+  return { text: text.slice(0, node.range[0]) + quote + version + quote + text.slice(node.range[1]) };
+}

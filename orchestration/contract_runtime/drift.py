@@ -19,7 +19,10 @@ What a diff does (``on_schema_drift``):
 A failure raises :class:`SchemaDriftError` (a producer error: no retry) whose message carries the
 diff and where the **proposed contract** was written (:func:`write_proposal`): the contract's
 YAML with the observed columns, ``schema.version`` bumped and a header saying when and from
-which run. ``contract-assets drift apply PROPOSAL`` merges it into the contract file.
+which run. ``contract-assets drift apply PROPOSAL`` merges it into the contract file and sets the
+contract's ``version`` the change needs, from the compiler's own version rules (ADR 0015: a
+removed or retyped column the next major, an added one the next minor; the proposal leaves the
+version as written, since only the compiler knows the published state it is compared with).
 """
 
 from __future__ import annotations
@@ -218,6 +221,8 @@ def write_proposal(
         f"# contract: {contract_file} (dataset {dataset})\n"
         f"# observed: {now} by DAG {dag_id}, run {run_id}\n"
         f"# diff: {diff.describe()}\n"
+        "# version: left as written; drift apply sets the version this change needs (a removed or\n"
+        "#   retyped column the next major, an added column the next minor)\n"
     )
     text = header + yaml.safe_dump(proposed, sort_keys=False, allow_unicode=True, width=120)
     base, conn_id = location

@@ -7,6 +7,7 @@ the contract as written with the observed columns.
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import yaml
 from contract_runtime import stages
 from contract_runtime.drift import logical_type, schema_diff
 from contract_runtime.warehouse import DuckDBWarehouse, Warehouse
+from dagcheck import CLI, REPO_ROOT, node_executable, subprocess_env
 from lineage_testkit import read_events, use_file_transport
 from runtime_support import ORDERS_SCHEMA, dag_entry, run_identity, write_manifest
 
@@ -156,3 +158,64 @@ def test_a_parquet_type_change_aborts(project: dict[str, Any]) -> None:
     assert proposed["datasets"][0]["schema"]["properties"][0] == {
         "name": "order_id", "logicalType": "integer", "primaryKey": True, "required": True
     }
+
+
+# -- end to end: the proposal the runtime writes is one the compiler's own checks accept ------------
+
+CONFIG_YAML = """apiVersion: contract-assets/v1
+kind: OrchestrationConfig
+lineage: {namespace: test}
+defaults: {warehouse_conn_id: warehouse}
+sample_data:
+  shop.orders_export: data/orders.csv
+"""
+
+
+def _cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``node bin/contract-assets.js ARGS --root ROOT`` (the built dist/), text output."""
+    if not (REPO_ROOT / "dist" / "compiler" / "cli.js").is_file():
+        raise AssertionError("dist/ is missing: run `npm run build` before the Python tests")
+    return subprocess.run(
+        [node_executable(), str(CLI), *args, "--root", str(root)],
+        cwd=root, capture_output=True, text=True, timeout=300, check=False,
+        env={**subprocess_env(), "NO_COLOR": "1"},
+    )
+
+
+@pytest.mark.parametrize(
+    ("drift", "header", "row", "version"),
+    [
+        # (csv: names count, types never do)
+        ("column removed", "order_id,amount,updated_at", "1,2.5,2026-01-01", "2.0.0"),
+        ("column added", "order_id,amount,status,updated_at,channel", "1,2.5,open,2026-01-01,web", "1.1.0"),
+        ("column added and another removed", "order_id,amount,updated_at,channel", "1,2.5,2026-01-01,web", "2.0.0"),
+    ],
+)
+def test_drift_apply_accepts_the_runtimes_proposal_and_compile_is_clean(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, drift: str, header: str, row: str, version: str
+) -> None:
+    """A proposal from a real abort passes ``drift apply`` and the next ``compile`` with the version the change needs."""
+    root = tmp_path / "project"
+    (root / "contracts").mkdir(parents=True)
+    (root / "contracts" / "orders_raw.yaml").write_text(CONTRACT_YAML.replace("trigger:", "on_schema_drift: abort\ntrigger:"))
+    (root / "orchestration" / "airflow" / "sources").mkdir(parents=True)
+    (root / "orchestration" / "airflow" / "sources" / "config.yaml").write_text(CONFIG_YAML)
+    (root / "data").mkdir()
+    (root / "data" / "orders.csv").write_text(f"{HEADER}\n1,2.5,open,2026-01-01\n")
+    compiled = _cli(root, "compile", "--no-cache")
+    assert compiled.returncode == 0, compiled.stderr
+    # The source drifts; the task fails under abort and writes its proposal.
+    (root / "data" / "orders.csv").write_text(f"{header}\n{row}\n")
+    use_file_transport(monkeypatch, tmp_path / "lineage.jsonl")
+    warehouse = root / "warehouse.duckdb"
+    with pytest.raises(stages.NonRetryableError) as info:
+        stages.produce(str(root / "generated" / "manifest.json"), CONTRACT, run_identity(CONTRACT, "drift-e2e"), opener=lambda _c: DuckDBWarehouse(warehouse))
+    proposal = Path(str(info.value).split("proposed contract written to ")[1])
+    assert proposal.parent == root / "proposals", drift
+    applied = _cli(root, "drift", "apply", str(proposal.relative_to(root)))
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert f"version 1.0.0 -> {version}" in applied.stdout
+    assert yaml.safe_load((root / "contracts" / "orders_raw.yaml").read_text())["version"] == version
+    again = _cli(root, "compile", "--no-cache")
+    assert again.returncode == 0, again.stderr
+    assert "CA77" not in again.stderr and " error " not in again.stderr and "compiled 1 DAGs" in again.stderr

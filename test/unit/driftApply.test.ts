@@ -2,8 +2,8 @@ import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { defaultLayout } from "../../compiler/discover/discoverProject.js";
-import { applyProposal } from "../../compiler/pipeline.js";
-import { mergeProposal, parseProposal } from "../../compiler/report/driftApply.js";
+import { applyProposal, compileProject } from "../../compiler/pipeline.js";
+import { mergeProposal, parseProposal, setContractVersion } from "../../compiler/report/driftApply.js";
 import { copyBundledProject } from "./helpers.js";
 
 const CONTRACT = `apiVersion: contract-assets/v1
@@ -144,5 +144,85 @@ describe("drift apply: applyProposal (the pipeline merges in memory, then writes
     const root = copyBundledProject();
     const result = applyProposal(defaultLayout(root), "proposals/none.yaml");
     expect(result).toMatchObject({ problemKind: "unreadable", problem: 'cannot read the proposal "proposals/none.yaml": ENOENT', written: false });
+  });
+});
+
+describe("drift apply: the version the change needs (ADR 0015), so that the next compile is clean", () => {
+  // billing.invoices_raw as the bundled project has it: version "1.3.0", schema.version 3, and a
+  // property of integer type added here for the widening.
+  const base = [
+    { name: "invoice_id", logicalType: "string", physicalType: "varchar" },
+    { name: "account_id", logicalType: "string", physicalType: "varchar" },
+    { name: "contract_id", logicalType: "string", physicalType: "varchar" },
+    { name: "invoice_date", logicalType: "date" },
+    { name: "due_date", logicalType: "date" },
+    { name: "currency", logicalType: "string", physicalType: "varchar(3)" },
+    { name: "status", logicalType: "string" },
+    { name: "updated_at", logicalType: "timestamp" },
+    { name: "line_count", logicalType: "integer" },
+  ];
+  const contractFile = (root: string): string => path.join(root, "contracts", "billing", "invoices_raw.yaml");
+  /** The bundled project with `line_count` added and the version set, compiled once so generated/manifest.json is the previous state. */
+  function compiledProject(version: string, options: { compile?: boolean } = {}): string {
+    const root = copyBundledProject();
+    const text = fs
+      .readFileSync(contractFile(root), "utf8")
+      .replace('version: "1.3.0"', `version: "${version}"`)
+      .replace(/( {8}- \{name: updated_at.*\n)/, "$1        - {name: line_count, logicalType: integer}\n");
+    fs.writeFileSync(contractFile(root), text);
+    if (options.compile !== false) expect(compileProject(defaultLayout(root), { write: "write" }).diagnostics.filter((d) => d.severity === "error")).toEqual([]);
+    return root;
+  }
+  /** The proposal the runtime writes for `properties` (the contract's other fields do not matter to the merge). */
+  function propose(root: string, properties: Array<Record<string, string>>): string {
+    fs.mkdirSync(path.join(root, "proposals"), { recursive: true });
+    fs.writeFileSync(path.join(root, "proposals", "p.yaml"), JSON.stringify({ id: "billing.invoices_raw", version: "1.3.0", datasets: [{ name: "invoices_raw", schema: { version: 4, properties } }] }));
+    return "proposals/p.yaml";
+  }
+  const without = (name: string) => base.filter((p) => p.name !== name);
+  const retyped = (name: string, logicalType: string) => base.map((p) => (p.name === name ? { name, logicalType } : p));
+  const cases: Array<{ drift: string; version: string; properties: Array<Record<string, string>>; expected: string; line?: string }> = [
+    { drift: "column removed", version: "1.3.0", properties: without("account_id"), expected: "2.0.0", line: "version 1.3.0 -> 2.0.0 (a breaking change needs a major version, ADR 0015)" },
+    { drift: "column retyped (narrowed or incompatible)", version: "1.3.0", properties: retyped("status", "integer"), expected: "2.0.0" },
+    { drift: "column added", version: "1.3.0", properties: [...base, { name: "channel", logicalType: "string" }], expected: "1.4.0", line: "version 1.3.0 -> 1.4.0 (an additive change wants a minor version, ADR 0015)" },
+    { drift: "column added and another removed", version: "1.3.0", properties: [...without("account_id"), { name: "channel", logicalType: "string" }], expected: "2.0.0" },
+    { drift: "column widened (integer -> number)", version: "1.3.0", properties: retyped("line_count", "number"), expected: "1.3.0" },
+    { drift: "column removed below 1.0.0 (the minor is the major)", version: "0.3.2", properties: without("account_id"), expected: "0.4.0" },
+    { drift: "column added below 1.0.0 (the patch is the minor)", version: "0.3.2", properties: [...base, { name: "channel", logicalType: "string" }], expected: "0.3.3" },
+  ];
+  for (const c of cases) {
+    it(`${c.drift}: merged with version ${c.expected}, and compile then reports no error and no version rule`, () => {
+      const root = compiledProject(c.version);
+      const result = applyProposal(defaultLayout(root), propose(root, c.properties));
+      expect(result.problem).toBeUndefined();
+      expect(result.diagnostics.filter((d) => d.severity === "error")).toEqual([]);
+      expect(result.written).toBe(true);
+      const text = fs.readFileSync(contractFile(root), "utf8");
+      expect(/^version: "([^"]*)"/m.exec(text)?.[1]).toBe(c.expected);
+      if (c.line) expect(result.changes).toContain(c.line);
+      if (c.expected === c.version) expect(result.changes.some((x) => x.startsWith("version "))).toBe(false);
+      const after = compileProject(defaultLayout(root), { write: "write" });
+      expect(after.diagnostics.filter((d) => d.severity === "error" || d.code === "CA7701" || d.code === "CA7702").map((d) => `${d.code} ${d.message}`)).toEqual([]);
+      expect(after.diff?.changes.filter((x) => x.rule.startsWith("VERSION_") && x.rule !== "VERSION_CHANGED" && x.rule !== "VERSION_BREAKING_ACKNOWLEDGED")).toEqual([]);
+    });
+  }
+
+  it("keeps a version already bumped since the last compile, and bumps from the contract itself when nothing was compiled", () => {
+    const root = compiledProject("1.3.0");
+    fs.writeFileSync(contractFile(root), fs.readFileSync(contractFile(root), "utf8").replace('version: "1.3.0"', 'version: "2.0.0"'));
+    const kept = applyProposal(defaultLayout(root), propose(root, without("account_id")));
+    expect(kept.written).toBe(true);
+    expect(fs.readFileSync(contractFile(root), "utf8")).toMatch(/^version: "2\.0\.0"/m);
+    const fresh = compiledProject("1.3.0", { compile: false });
+    expect(fs.existsSync(path.join(fresh, "generated", "manifest.json"))).toBe(false);
+    const bumped = applyProposal(defaultLayout(fresh), propose(fresh, without("account_id")));
+    expect(bumped.written).toBe(true);
+    expect(fs.readFileSync(contractFile(fresh), "utf8")).toMatch(/^version: "2\.0\.0"/m);
+  });
+
+  it("sets the version in the author's quoting and nothing else", () => {
+    expect(setContractVersion('id: a.b\nversion: "1.3.0"   # semver\n', "2.0.0").text).toBe('id: a.b\nversion: "2.0.0"   # semver\n');
+    expect(setContractVersion("version: 0.3.2\n", "0.4.0").text).toBe("version: 0.4.0\n");
+    expect(setContractVersion("id: a.b\n", "1.0.0").problem).toMatch(/no "version"/);
   });
 });

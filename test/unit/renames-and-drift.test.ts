@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { isWidening } from "../../compiler/diff/changeRules.js";
+import { isWidening, requiredVersion } from "../../compiler/diff/changeRules.js";
 import { driftPatches, formatDriftText } from "../../compiler/report/formatDrift.js";
 import { matchProbableRenames, RENAME_SIMILARITY_THRESHOLD, schemaSimilarity } from "../../compiler/support/renames.js";
 
@@ -49,6 +49,17 @@ describe("type widening", () => {
     expect(isWidening("physicalType", "bigint", "int")).toBe(false);
     expect(isWidening("physicalType", "real", "double")).toBe(true);
     expect(isWidening("physicalType", "int", "varchar")).toBe(false);
+  });
+});
+
+describe("the version a version rule asks for (what drift apply sets)", () => {
+  it("is the next major for a breaking change and the next minor for an additive one, one place lower below 1.0.0", () => {
+    expect(requiredVersion({ rule: "VERSION_BREAKING_WITHOUT_MAJOR", before: "1.3.0" })).toBe("2.0.0");
+    expect(requiredVersion({ rule: "VERSION_ADDITIVE_WITHOUT_MINOR", before: "1.3.7" })).toBe("1.4.0");
+    expect(requiredVersion({ rule: "VERSION_BREAKING_WITHOUT_MAJOR", before: "0.3.2" })).toBe("0.4.0");
+    expect(requiredVersion({ rule: "VERSION_ADDITIVE_WITHOUT_MINOR", before: "0.3.2" })).toBe("0.3.3");
+    expect(requiredVersion({ rule: "VERSION_CHANGED", before: "1.3.0" })).toBeUndefined();
+    expect(requiredVersion({ rule: "VERSION_BREAKING_WITHOUT_MAJOR", before: "next" })).toBeUndefined();
   });
 });
 
