@@ -43,6 +43,9 @@ EXPECTED_DISAGREEMENTS: dict[str, str] = {
     "datacontract-cli has no after-document to compare (a pair exists only for contracts on both sides)",
     "diff-consumer-upstream-retired": "ours breaking: a consumer reads an asset now retired; "
     "datacontract-cli does not treat a status change (active -> retired) as breaking",
+    "diff-asset-retired-deprecated": "ours breaking: a deprecated contract is retired under a minor version, and retiring "
+    "an asset that had a DAG needs the next major (ADR 0024, CA7701); datacontract-cli does not treat a status "
+    "change (deprecated -> retired) as breaking",
     "diff-consumer-rule-names-removed-property": "datacontract breaking: a property is removed; "
     "ours: no consumer reads it (the consumer's rule names its own column) and the major version acknowledges it",
     "diff-not-renamed": "datacontract breaking: a schema object is removed; ours: no consumer reads it, and the major version acknowledges it",
