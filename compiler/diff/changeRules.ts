@@ -601,6 +601,7 @@ function assetDifferencesOf(c: DiffContext, b: ManifestAsset, a: ManifestAsset):
     external: x.external,
     ...(x.status === other.status ? { producer: x.producer } : {}),
     contract: x.contract,
+    description: x.description ?? null,
     renamed_from: x.renamed_from,
     sample_data: x.sample_data ?? null,
     schema: x.schema && (b.schema === null) === (a.schema === null) ? { properties: x.schema.properties.map((p) => ({ name: p.name, primaryKey: p.primaryKey ?? false, unique: p.unique ?? false })) } : x.schema,
@@ -617,9 +618,9 @@ const assetDifferences = perDiff((c): ReadonlyArray<{ asset: ManifestAsset; diff
 );
 
 // Of {@link assetDifferencesOf}, the fields no run reads: the declaring file (the module's header),
-// renamed_from (read by the diff), the order of the quality rules (the audit's order of checks),
+// the dataset's description, renamed_from (read by the diff), the order of the quality rules (the audit's order of checks),
 // and a draft's version and upstreams (a draft has no DAG).
-const ASSET_METADATA_FIELDS: readonly string[] = ["contract", "renamed_from", "quality", "extra", "upstreams"];
+const ASSET_METADATA_FIELDS: readonly string[] = ["contract", "description", "renamed_from", "quality", "extra", "upstreams"];
 
 /** Per state, the assets each asset's edges come from (`edges[].from` by `to`), sorted. */
 const edgeIndex = (state: "previous" | "current"): ((c: DiffContext) => ReadonlyMap<string, string[]>) =>
@@ -637,8 +638,7 @@ const edgeSources = (c: DiffContext, state: "previous" | "current", asset: strin
 /**
  * Each contract file whose records (its assets' and its DAGs', by `contract`, with the edges into
  * its assets) differ in nothing but their text's hashes (`contract_sha256`, `contract_git_blob`): a
- * comment, the layout, or a field the manifest does not carry (a dataset's description, which only
- * the ODCS export holds). With the first of its assets by name, and both hashes. A file whose
+ * comment, the layout, or a field the manifest does not carry. With the first of its assets by name, and both hashes. A file whose
  * records changed otherwise is left to the rules that name what changed.
  */
 function textOnlyChanges(c: DiffContext): Array<{ asset: string; before: string | null; after: string | null }> {
@@ -1252,7 +1252,7 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
   },
   {
     id: "CONTRACT_TEXT_CHANGED",
-    purpose: "A contract file's text changed (the sha256 in the manifest and in its DAG module) and nothing it compiles to did: a comment, the layout, or a dataset's description.",
+    purpose: "A contract file's text changed (the sha256 in the manifest and in its DAG module) and nothing it compiles to did: a comment or the layout.",
     severity: "safe",
     category: "metadata-only",
     about: "asset",
@@ -1262,7 +1262,7 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
         field: "contract_sha256",
         before: x.before,
         after: x.after,
-        message: `the text of ${q(c.after.get(x.asset)!.contract)}, which declares ${q(x.asset)}, changed, and nothing the manifest holds of it did (a comment, the layout, or a dataset's description)`,
+        message: `the text of ${q(c.after.get(x.asset)!.contract)}, which declares ${q(x.asset)}, changed, and nothing the manifest holds of it did (a comment or the layout)`,
       })),
   },
   {

@@ -41,6 +41,7 @@ export function buildManifest(
       name: a.name,
       uri: a.uri,
       ...(airflowUri !== a.uri ? { airflow_uri: airflowUri } : {}),
+      ...(dataset?.description !== undefined ? { description: dataset.description } : {}),
       group: a.group,
       extra: a.extra,
       external: a.external,

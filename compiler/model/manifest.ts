@@ -68,6 +68,8 @@ export interface ManifestAsset {
    * normaliser, as `normaliseUri` mirrors them), present only when it differs from `uri`.
    */
   airflow_uri?: string;
+  /** The dataset's description, as its contract gives it; absent when it gives none. */
+  description?: string;
   group: string;
   extra: Record<string, unknown>;
   external: boolean;

@@ -113,6 +113,8 @@ class ManifestAsset(TypedDict):
     uri: str
     #: The URI Airflow stores, present only when it differs from ``uri``.
     airflow_uri: NotRequired[str]
+    #: The dataset's description, as its contract gives it; absent when it gives none.
+    description: NotRequired[str]
     group: str
     extra: dict[str, Any]
     external: bool

@@ -326,6 +326,10 @@ describe("the diff hides nothing that changes what runs", () => {
             expect(diff.changes.filter((c) => c.category !== "metadata-only").map((c) => `${c.rule} ${c.field ?? ""}`), label).toEqual([]);
             expect(diff.summary.breaking, label).toBe(0);
           }
+          // The property is named: a dataset's description is the asset record's field (ADR 0031), not the contract's text alone.
+          if (e.kind === "datasetDescription") {
+            expect(diff.changes.map((c) => `${c.rule} ${c.field ?? ""}`), label).toContain("ASSET_METADATA_CHANGED description");
+          }
         }
         fs.rmSync(root, { recursive: true, force: true });
       }),
