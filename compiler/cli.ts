@@ -464,6 +464,47 @@ export function buildProgram(io: CliIo = PROCESS_IO): Command {
       }, io),
     );
 
+  program
+    .command("backfill")
+    .description("list the partition keys of a partitioned asset in a range and, with --run, start one run per missing or failed key (a dry run by default)")
+    .argument("<asset>", "the partitioned asset, <domain>.<dataset>")
+    .requiredOption("--from <time>", "start of the range, an ISO 8601 date or date-time (UTC unless it has an offset)")
+    .requiredOption("--to <time>", "end of the range, exclusive, in the same form")
+    .option("--run", "start the runs (default: only list them)", false)
+    .option("--airflow-url <url>", "the Airflow API server, like http://localhost:8080 (needed to see which keys are missing, and for --run)")
+    .option("--token <token>", "bearer token (default: $AIRFLOW_TOKEN, else $AIRFLOW_USERNAME and $AIRFLOW_PASSWORD)")
+    .option("--max-keys <n>", "refuse a range of more keys than this", "1000")
+    .addOption(new Option("--format <format>", "report format").choices(["text", "json"]).default("text"))
+    .addOption(root)
+    .addOption(debug)
+    .action((asset: string, opts: CommonOptions & { from: string; to: string; run: boolean; airflowUrl?: string; token?: string; maxKeys: string; format: "text" | "json" }) =>
+      guarded(
+        opts,
+        async () => {
+          const maxKeys = Number(opts.maxKeys);
+          if (!Number.isInteger(maxKeys) || maxKeys < 1) {
+            io.stderr(`contract-assets: backfill: --max-keys must be a positive whole number, not ${JSON.stringify(opts.maxKeys)}\n`);
+            return 2;
+          }
+          const { runBackfillCommand } = await import("./report/backfillCommand.js");
+          return runBackfillCommand({
+            root: rootOf(opts),
+            asset,
+            from: opts.from,
+            to: opts.to,
+            run: opts.run,
+            format: opts.format,
+            maxKeys,
+            stdout: io.stdout,
+            stderr: io.stderr,
+            ...(opts.airflowUrl ? { airflowUrl: opts.airflowUrl } : {}),
+            ...(opts.token ? { token: opts.token } : {}),
+          });
+        },
+        io,
+      ),
+    );
+
   // The commands that read a running Airflow share their options (report/airflowCommand.ts).
   const airflowCommands = [
     {

@@ -1,7 +1,9 @@
 /**
- * A small client for the Airflow 3 REST API (`/api/v2`), read-only, over Node's global `fetch`.
+ * A small client for the Airflow 3 REST API (`/api/v2`), over Node's global `fetch`.
  *
- * It answers one question: which Assets does a running Airflow hold, and which of them are active?
+ * It answers which Assets a running Airflow holds (and which are active), which runs of a DAG it
+ * has per partition key, and it starts a DAG run for a partition key (`backfill --run`, the only
+ * request that writes).
  * Facts it relies on, checked against apache-airflow-core 3.2.2 (source and a running api-server):
  *
  * - `GET /api/v2/version` needs no authentication; it identifies an Airflow 3 API server.
@@ -17,6 +19,10 @@
  *   `only_active=false` but not with `only_active=true`. The response has no "active" field.
  * - `limit` is silently capped at `[api] maximum_page_limit` (100 by default), so paging advances by
  *   the number of rows received, never by the limit asked for.
+ * - `GET /api/v2/dags/{dag_id}/dagRuns` lists a DAG's runs (`dag_runs[]`, `total_entries`), each
+ *   with `run_id`, `state` and `partition_key` (null for an unpartitioned run); `POST` to the same
+ *   path with `{"logical_date": null, "partition_key": KEY}` starts a manual run for that key
+ *   (`TriggerDAGRunPostBody`; `logical_date` must be present, null is allowed), answering the run.
  *
  * Errors are {@link AirflowApiError}s whose message names the method, the URL (never credentials)
  * and the HTTP status or the network cause.
@@ -166,6 +172,18 @@ function dagIdsOf(value: unknown): string[] {
   return sortedUnique(value.flatMap((r) => (isObject(r) && typeof r.dag_id === "string" ? [r.dag_id] : [])));
 }
 
+/** One DAG run as the REST API returns it, reduced to what `backfill` needs. */
+export interface AirflowDagRun {
+  runId: string;
+  state: string;
+  partitionKey: string | null;
+}
+
+function toDagRun(value: unknown): AirflowDagRun | undefined {
+  if (!isObject(value) || typeof value.dag_run_id !== "string" || typeof value.state !== "string") return undefined;
+  return { runId: value.dag_run_id, state: value.state, partitionKey: typeof value.partition_key === "string" ? value.partition_key : null };
+}
+
 /** One entry of `assets[]`, checked; undefined when it lacks an id, a name or a uri. */
 function toAsset(value: unknown): AirflowAsset | undefined {
   if (!isObject(value) || typeof value.id !== "number" || typeof value.name !== "string" || typeof value.uri !== "string") return undefined;
@@ -238,7 +256,9 @@ export class AirflowClient {
                 ? " (set AIRFLOW_TOKEN or --token, or AIRFLOW_USERNAME and AIRFLOW_PASSWORD)"
                 : " (the token was refused: expired, or signed with another secret?)"
             : response.status === 403
-              ? " (the user may not read assets)"
+              ? method === "POST"
+                ? " (the user may not trigger DAG runs)"
+                : " (the user may not read assets)"
               : response.status === 404 && path.startsWith("/api/v2/")
                 ? " (no Airflow 3 REST API at this URL; Airflow 2 serves /api/v1, which is not supported)"
                 : "";
@@ -333,6 +353,42 @@ export class AirflowClient {
     }
     const extra = isObject(event.extra) ? event.extra : {};
     return { timestamp: event.timestamp, sourceDagId: typeof event.source_dag_id === "string" ? event.source_dag_id : null, fromRestApi: extra.from_rest_api === true };
+  }
+
+  /**
+   * Every run of a DAG (`GET /api/v2/dags/{dag_id}/dagRuns`, paged by `offset`, `order_by=id`):
+   * its run_id, state and partition key (null for an unpartitioned run), deduplicated by run_id.
+   */
+  async listDagRuns(dagId: string): Promise<AirflowDagRun[]> {
+    await this.login();
+    const seen = new Map<string, AirflowDagRun>();
+    let offset = 0;
+    const base = `/api/v2/dags/${encodeURIComponent(dagId)}/dagRuns`;
+    for (let page = 0; page < MAX_PAGES; page++) {
+      const path = `${base}?limit=${this.pageSize}&offset=${offset}&order_by=id`;
+      const body = await this.request("GET", path, { authenticated: true });
+      if (!isObject(body) || !Array.isArray(body.dag_runs) || typeof body.total_entries !== "number") {
+        throw new AirflowApiError(`GET ${this.baseUrl}${path}: not a DAG run collection (dag_runs[], total_entries)`, "protocol", `${this.baseUrl}${path}`);
+      }
+      for (const raw of body.dag_runs) {
+        const run = toDagRun(raw);
+        if (!run) throw new AirflowApiError(`GET ${this.baseUrl}${path}: a DAG run without run_id or state`, "protocol", `${this.baseUrl}${path}`);
+        seen.set(run.runId, run);
+      }
+      offset += body.dag_runs.length;
+      if (body.dag_runs.length === 0 || offset >= body.total_entries) return [...seen.values()];
+    }
+    throw new AirflowApiError(`GET ${this.baseUrl}${base}: more than ${MAX_PAGES} pages`, "protocol", `${this.baseUrl}${base}`);
+  }
+
+  /** Starts a manual run of a DAG for one partition key (`POST /api/v2/dags/{dag_id}/dagRuns`). */
+  async triggerPartition(dagId: string, partitionKey: string, note: string): Promise<AirflowDagRun> {
+    await this.login();
+    const path = `/api/v2/dags/${encodeURIComponent(dagId)}/dagRuns`;
+    const body = await this.request("POST", path, { body: JSON.stringify({ logical_date: null, partition_key: partitionKey, note }), authenticated: true });
+    const run = toDagRun(body);
+    if (!run) throw new AirflowApiError(`POST ${this.baseUrl}${path}: the answer is not a DAG run`, "protocol", `${this.baseUrl}${path}`);
+    return run;
   }
 
   /**

@@ -45,6 +45,23 @@ export function resolveAuth(token: string | undefined, env: Readonly<Record<stri
 }
 
 /**
+ * `<root>/generated/manifest.json`, read and parsed, or the one line that says why it cannot be
+ * (missing: run compile first; damaged: the parser's problem).
+ */
+export function readOutputManifest(root: string): Manifest | string {
+  const layout = defaultLayout(root);
+  const manifestPath = path.posix.join(layout.outDir, "manifest.json");
+  const diagnostics: Diagnostic[] = [];
+  const file = readSourceFile(root, manifestPath, diagnostics, MAX_MANIFEST_BYTES);
+  if (!file) {
+    const reason = diagnostics[0]?.message ?? "cannot be read";
+    return `${manifestPath}: ${reason} (run "contract-assets compile" first)`;
+  }
+  const { manifest, problem } = parseManifest(file.text);
+  return manifest ?? `${manifestPath}: ${problem}`;
+}
+
+/**
  * Runs one read-only command against a running Airflow: checks the format, reads and parses
  * `<root>/generated/manifest.json`, builds the client from the credentials, then calls `body`.
  * Any usage, manifest or {@link AirflowApiError} ends as one masked line on stderr and exit 2;
@@ -64,16 +81,8 @@ export async function runAirflowCommand(
 
   if (options.format !== "text" && options.format !== "json") return fail(`unknown format ${JSON.stringify(options.format)} (text or json)`);
 
-  const layout = defaultLayout(options.root);
-  const manifestPath = path.posix.join(layout.outDir, "manifest.json");
-  const diagnostics: Diagnostic[] = [];
-  const file = readSourceFile(options.root, manifestPath, diagnostics, MAX_MANIFEST_BYTES);
-  if (!file) {
-    const reason = diagnostics[0]?.message ?? "cannot be read";
-    return fail(`${manifestPath}: ${reason} (run "contract-assets compile" first)`);
-  }
-  const { manifest, problem } = parseManifest(file.text);
-  if (!manifest) return fail(`${manifestPath}: ${problem}`);
+  const manifest = readOutputManifest(options.root);
+  if (typeof manifest === "string") return fail(manifest);
 
   const auth = resolveAuth(options.token, options.env ?? process.env);
   if (typeof auth === "string") return fail(auth);
