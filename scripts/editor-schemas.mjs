@@ -44,6 +44,7 @@ const CONTEXTS = {
     ["freshness.", "Freshness", 0],
     ["processing.", "processing and PII", 0],
     ["trigger.", "Triggers", 1],
+    ["partitioning.", "Partitions", 0],
   ],
   external: [
     ["", "ExternalAssets", 0],

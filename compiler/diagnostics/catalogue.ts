@@ -458,6 +458,57 @@ export const Diagnostics = {
     "warning",
     (a) => `the producer's cron ${q(a.cron)} leaves up to ${a.gap} between runs, longer than freshness.max_age ${q(a.maxAge)}: the dataset goes stale before every such run`,
   ),
+  // 4: link, partitions (issue 35; ADR 0028)
+  PartitionColumnMissing: entry<{ column: string; dataset: string }>(
+    "CA4601",
+    "error",
+    (a) => `the partition column ${q(a.column)} is not a property of the dataset ${q(a.dataset)}: every dataset of a partitioned contract needs it`,
+  ),
+  PartitionColumnNotTemporal: entry<{ column: string; dataset: string; logicalType: string }>(
+    "CA4602",
+    "error",
+    (a) => `the partition column ${q(a.column)} of ${q(a.dataset)} is ${a.logicalType}; it must be logicalType date or timestamp (a row's period is read from it)`,
+  ),
+  PartitionCronNotUtc: entry<{ timezone: string }>(
+    "CA4603",
+    "error",
+    (a) => `a partitioned contract's cron runs in UTC (Airflow 3.2 formats partition keys from UTC dates whatever the time zone), not ${q(a.timezone)}: drop the timezone or write the cron in UTC`,
+  ),
+  PartitionCronTooRare: entry<{ cron: string; gap: string; grain: string }>(
+    "CA4604",
+    "error",
+    (a) => `the cron ${q(a.cron)} leaves up to ${a.gap} between fires, longer than one ${a.grain}: the ${a.grain} keys in between would never run (fire at least once per ${a.grain})`,
+  ),
+  PartitionQuarterOnCron: entry<{ cron: string }>(
+    "CA4605",
+    "error",
+    (a) => `grain quarter cannot run on a cron (${q(a.cron)}): Airflow 3.2's CronPartitionTimetable formats keys with strftime, which has no quarter; partition by month, or let the quarter follow a finer upstream`,
+  ),
+  PartitionCronAndAssets: entry<{ cron: string }>(
+    "CA4606",
+    "error",
+    (a) => `a partitioned contract runs either on its cron (${q(a.cron)}) or on its triggering upstreams, not both: Airflow 3.2's AssetOrTimeSchedule carries no partition keys`,
+  ),
+  UnpartitionedConsumerOfPartitioned: entry<{ upstream: string; grain: string }>(
+    "CA4607",
+    "error",
+    (a) => `${q(a.upstream)} is partitioned by ${a.grain} and triggers this contract, which is not partitioned: Airflow 3.2 never queues a DAG that is not partitioned for an event with a partition key, so this DAG would never run; declare "partitioning" here, or read ${q(a.upstream)} with trigger: false`,
+  ),
+  PartitionedConsumerOfUnpartitioned: entry<{ upstream: string; what: string }>(
+    "CA4608",
+    "error",
+    (a) => `${q(a.upstream)} (${a.what}) triggers this partitioned contract, but its Asset events carry no partition key: Airflow 3.2 drops them ("missing partition key"), so the condition never holds through it; read it with trigger: false`,
+  ),
+  PartitionCoarserUpstream: entry<{ upstream: string; upstreamGrain: string; grain: string }>(
+    "CA4609",
+    "error",
+    (a) => `${q(a.upstream)} is partitioned by ${a.upstreamGrain}, coarser than this contract's ${a.grain}: no partition mapper splits a ${a.upstreamGrain} key into ${a.grain} keys, so this DAG would never run; partition this contract by ${a.upstreamGrain} or coarser`,
+  ),
+  PartitionMisalignedUpstream: entry<{ upstream: string; upstreamGrain: string; grain: string }>(
+    "CA4610",
+    "error",
+    (a) => `${q(a.upstream)} is partitioned by ${a.upstreamGrain}, which does not align with this contract's ${a.grain}: a week can span two of them, and Airflow 3.2 has no mapper for it; partition this contract by week, or the upstream by day`,
+  ),
   // 4: link, dbt projects (issue 11; ADR 0012)
   DbtManifestMissing: entry<{ project: string; manifest: string }>(
     "CA4401",

@@ -1192,6 +1192,25 @@ export const CHANGE_RULES: readonly ChangeRule[] = [
         }),
   },
   {
+    id: "PARTITIONING_CHANGED",
+    purpose: "An asset's partitioning was added, removed, or its column or grain changed: the published partitions no longer mean what consumers read, and their keys change (ADR 0028).",
+    severity: "breaking",
+    category: "breaking",
+    about: "asset",
+    detect: (c) =>
+      changedPairs(c)
+        .filter(([b, a]) => !b.external && !a.external && b.schema !== null && a.schema !== null)
+        .flatMap(([b, a]) => {
+          const was = b.partitioning;
+          const is = a.partitioning;
+          const words = (p: typeof was): string => (p ? `partitioned by ${p.grain} of ${q(p.column)}` : "unpartitioned");
+          if (!was && !is) return [];
+          if (was && is && was.column === is.column && was.grain === is.grain) return [];
+          const field = !was || !is ? "partitioning" : was.column !== is.column ? "partitioning.column" : "partitioning.grain";
+          return [{ asset: a.name, field, before: was ? `${was.grain} ${was.column}` : null, after: is ? `${is.grain} ${is.column}` : null, message: `${q(a.name)} was ${words(was)}, now ${words(is)}: its published partitions and their keys change for every consumer` }];
+        }),
+  },
+  {
     id: "ASSET_FIELD_CHANGED",
     purpose: "A field of an asset's record that no other rule compares, and that a run reads, changed (producer, external, sample data, a property's primaryKey or unique, the column order); the field names it.",
     severity: "dangerous",

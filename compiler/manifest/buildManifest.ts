@@ -2,7 +2,7 @@ import type { StageResult } from "../diagnostics/diagnostic.js";
 import type { AssetGraph } from "../graph/buildGraph.js";
 import type { LinkedProject } from "../link/linkProject.js";
 import type { DagPlan, FreshnessMonitorPlan, Manifest, ManifestAsset } from "../model/manifest.js";
-import { manifestQuality } from "../plan/planDags.js";
+import { manifestQuality, partitioningPlan } from "../plan/planDags.js";
 import { canonicalJsonAscii } from "../support/canonical-json.js";
 import { compareStrings } from "../support/compare.js";
 import { normaliseUri } from "../support/uri.js";
@@ -41,6 +41,7 @@ export function buildManifest(
       name: a.name,
       uri: a.uri,
       ...(airflowUri !== a.uri ? { airflow_uri: airflowUri } : {}),
+      ...(dataset && producer!.contract.partitioning ? { partitioning: partitioningPlan(producer!.contract.partitioning) } : {}),
       ...(dataset?.description !== undefined ? { description: dataset.description } : {}),
       group: a.group,
       extra: a.extra,

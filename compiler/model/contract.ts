@@ -3,6 +3,8 @@
  * are the authority; these types describe a document that has passed them.
  */
 
+import type { Grain } from "../support/partitions.js";
+
 import type { OnFailure, Property as ManifestProperty, QualityRule as ManifestQualityRule, Status } from "./manifest.js";
 
 // One definition each: the contract's values are the manifest's (the schemas' enums are equal).
@@ -104,6 +106,8 @@ interface ContractBase {
   datasets: Dataset[];
   upstreams?: Upstream[];
   trigger?: "manual" | TriggerObject;
+  /** Partitioned datasets (issue 35): one partition per `grain` period of `column`, keys in UTC. */
+  partitioning?: { column: string; grain: Grain };
   freshness?: Freshness;
   on_failure?: OnFailure;
 }

@@ -1,3 +1,4 @@
+import type { Grain, MapperPlan } from "../support/partitions.js";
 /**
  * The manifest (`generated/manifest.json`) as TypeScript types: the one interface between the
  * compiler and `contract_runtime`. The JSON Schema `compiler/schemas/manifest/v2.schema.json` is the
@@ -68,6 +69,8 @@ export interface ManifestAsset {
    * normaliser, as `normaliseUri` mirrors them), present only when it differs from `uri`.
    */
   airflow_uri?: string;
+  /** The partitioning of a partitioned contract's dataset (issue 35); absent otherwise. */
+  partitioning?: PartitioningPlan;
   /** The dataset's description, as its contract gives it; absent when it gives none. */
   description?: string;
   group: string;
@@ -102,7 +105,25 @@ export type ConditionNode = { asset: string } | { all: ConditionNode[] } | { any
 export interface SchedulePlan {
   assets: ConditionNode | null;
   cron: { expression: string; timezone: string } | null;
+  /** A partitioned contract's timetable (issue 35, ADR 0028); absent when unpartitioned or manual. */
+  partition?: PartitionSchedulePlan;
 }
+
+/** A partitioned contract's partitioning: the column, the grain and its key's strftime pattern (`support/partitions.ts`). */
+export interface PartitioningPlan {
+  column: string;
+  grain: Grain;
+  key_format: string;
+}
+
+/**
+ * The partitioned timetable: `CronPartitionTimetable` on the cron (keys of the period holding the
+ * previous fire: `run_offset` -1), or `PartitionedAssetTimetable` with one mapper per triggering
+ * upstream, sorted by asset.
+ */
+export type PartitionSchedulePlan =
+  | { timetable: "CronPartitionTimetable"; run_offset: -1; key_format: string }
+  | { timetable: "PartitionedAssetTimetable"; mappers: Array<{ asset: string } & MapperPlan> };
 
 export interface TaskPlan {
   task_id: "produce" | "audit" | "publish";
@@ -209,6 +230,8 @@ export interface RuntimeCommon {
   freshness?: Freshness;
   /** Airflow Connection id of the warehouse; absent: the local DuckDB file. */
   warehouse_conn_id?: string;
+  /** A partitioned contract's partitioning (issue 35): each run writes the partition of `dag_run.partition_key`. */
+  partitioning?: PartitioningPlan;
 }
 
 export interface SqlProducer {

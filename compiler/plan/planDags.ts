@@ -4,9 +4,10 @@ import { dbtManifestPath, dbtPublishers, resolveDbtProducer } from "../link/dbtP
 import { DEFAULT_LAYER, type LinkedContract, type LinkedProject } from "../link/linkProject.js";
 import { canonicalCondition, conditionNode } from "../model/conditions.js";
 import type { Contract, QualityRule } from "../model/contract.js";
-import type { ConditionNode, DagPlan, DagRuntime, DefaultArgsPlan, Freshness, ManifestAsset, ManifestSource, QualityRule as ManifestQualityRule, RuntimeCommon, RuntimeDataset } from "../model/manifest.js";
+import type { ConditionNode, DagPlan, DagRuntime, DefaultArgsPlan, Freshness, ManifestAsset, ManifestSource, PartitioningPlan, PartitionSchedulePlan, QualityRule as ManifestQualityRule, RuntimeCommon, RuntimeDataset } from "../model/manifest.js";
 import { compareStrings } from "../support/compare.js";
 import { parseDurationSeconds } from "../support/duration.js";
+import { KEY_FORMATS, mapperFor, type Grain } from "../support/partitions.js";
 import { implicitQualityRules } from "./implicitQualityRules.js";
 
 export type { ConditionNode, DagPlan, DefaultArgsPlan, SchedulePlan, TaskPlan } from "../model/manifest.js";
@@ -153,6 +154,7 @@ function runtimeOf(
     ...(contract.processing ? { processing: contract.processing } : {}),
     ...(contract.freshness ? { freshness: contract.freshness } : {}),
     ...(c.runSettings.warehouse_conn_id ? { warehouse_conn_id: c.runSettings.warehouse_conn_id } : {}),
+    ...(contract.partitioning ? { partitioning: partitioningPlan(contract.partitioning) } : {}),
   };
   if (contract.kind === "IngestionContract") {
     const sample = config.sampleData.get(contract.source.name);
@@ -204,6 +206,31 @@ function runtimeOf(
   }
 }
 
+/** A contract's `partitioning` with its grain's key format (`support/partitions.ts`). */
+export function partitioningPlan(p: { column: string; grain: Grain }): PartitioningPlan {
+  return { column: p.column, grain: p.grain, key_format: KEY_FORMATS[p.grain] };
+}
+
+/**
+ * The partitioned timetable of a partitioned contract (ADR 0028): on a cron, `CronPartitionTimetable`
+ * with `run_offset` -1 (the key of the period holding the previous fire, the one just ended); on
+ * triggering upstreams, `PartitionedAssetTimetable` with each upstream's mapper by `mapperFor`
+ * (AlignedPartitionsRule has refused every pair it refuses). Nothing for an unpartitioned or a
+ * manual contract.
+ */
+function partitionSchedule(c: LinkedContract, triggering: readonly string[], grainOf: ReadonlyMap<string, Grain>): { partition?: PartitionSchedulePlan } {
+  const p = c.contract.partitioning;
+  if (!p || c.contract.trigger === "manual") return {};
+  if (c.timetable) return { partition: { timetable: "CronPartitionTimetable", run_offset: -1, key_format: KEY_FORMATS[p.grain] } };
+  if (triggering.length === 0) return {};
+  // Sort for determinism.
+  const mappers = [...triggering].sort(compareStrings).map((asset) => {
+    const m = mapperFor(grainOf.get(asset) ?? p.grain, p.grain);
+    return { asset, ...(typeof m === "string" ? { mapper: "IdentityMapper" as const } : m) };
+  });
+  return { partition: { timetable: "PartitionedAssetTimetable", mappers } };
+}
+
 /**
  * The plan stage: one DAG per active or deprecated contract (draft and retired get none), in
  * dag_id order. Tasks are write-audit-publish: `produce` (inlets: everything read), `audit`,
@@ -213,6 +240,8 @@ export function planDags(project: LinkedProject): StageResult<DagPlan[]> {
   const plans: DagPlan[] = [];
   let publishers: DbtPublishers | undefined;
   const dbt = (): DbtPublishers => (publishers ??= dbtPublishers(project.contracts, project.producerFiles));
+  const grainOf = new Map<string, Grain>();
+  for (const c of project.contracts) if (c.contract.partitioning) for (const a of c.outlets) grainOf.set(a.name, c.contract.partitioning.grain);
   for (const c of project.contracts) {
     if (c.status !== "active" && c.status !== "deprecated") continue;
     const contract = c.contract;
@@ -244,6 +273,7 @@ export function planDags(project: LinkedProject): StageResult<DagPlan[]> {
       schedule: {
         assets: conditionOf(contract, triggering),
         cron: c.timetable ? { expression: c.timetable.cron, timezone: c.timetable.timezone } : null,
+        ...partitionSchedule(c, triggering, grainOf),
       },
       inlets,
       outlets,

@@ -109,7 +109,30 @@ export function conditionExpression(node: ConditionNode, variables: ReadonlyMap<
   return `(${items.map((i) => conditionExpression(i, variables)).join(op)})`;
 }
 
+/**
+ * A partitioned contract's timetable as Python (ADR 0028): `CronPartitionTimetable` in UTC with
+ * `run_offset=-1` and the grain's `key_format`, or `PartitionedAssetTimetable` over the condition
+ * with one mapper per triggering upstream (`partition_mapper_config`, keyed by the Asset).
+ */
+function partitionExpression(dag: DagPlan, variables: ReadonlyMap<string, string>, imports: Set<string>): string | undefined {
+  const { assets, cron, partition } = dag.schedule;
+  if (!partition) return undefined;
+  if (partition.timetable === "CronPartitionTimetable") {
+    imports.add("CronPartitionTimetable");
+    return `CronPartitionTimetable(${pythonString(cron!.expression)}, timezone="UTC", run_offset=${partition.run_offset}, key_format=${pythonString(partition.key_format)})`;
+  }
+  imports.add("PartitionedAssetTimetable");
+  const mappers = partition.mappers.map((m) => {
+    imports.add(m.mapper);
+    const args = m.mapper === "IdentityMapper" ? "" : `input_format=${pythonString(m.input_format!)}, output_format=${pythonString(m.output_format!)}`;
+    return `${variables.get(m.asset)!}: ${m.mapper}(${args})`;
+  });
+  return `PartitionedAssetTimetable(assets=${conditionExpression(assets!, variables)}, partition_mapper_config={${mappers.join(", ")}})`;
+}
+
 function scheduleExpression(dag: DagPlan, variables: ReadonlyMap<string, string>, imports: Set<string>): string {
+  const partitioned = partitionExpression(dag, variables, imports);
+  if (partitioned) return partitioned;
   const { assets, cron } = dag.schedule;
   const timetable = cron ? cronTimetable(cron) : undefined;
   if (timetable) imports.add("CronTriggerTimetable");

@@ -108,11 +108,21 @@ class DatasetSchema(TypedDict):
     properties: list[Property]
 
 
+class PartitioningPlan(TypedDict):
+    """A partitioned contract's partitioning (issue 35; ``compiler/support/partitions.ts``)."""
+
+    column: str
+    grain: Literal["hour", "day", "week", "month", "quarter", "year"]
+    #: The grain's key as Airflow 3.2 formats it (strftime; a quarter's ``{quarter}`` filled in).
+    key_format: str
+
+
 class ManifestAsset(TypedDict):
     name: str
     uri: str
     #: The URI Airflow stores, present only when it differs from ``uri``.
     airflow_uri: NotRequired[str]
+    partitioning: NotRequired[PartitioningPlan]
     #: The dataset's description, as its contract gives it; absent when it gives none.
     description: NotRequired[str]
     group: str
@@ -140,6 +150,9 @@ class SchedulePlan(TypedDict):
     #: An asset condition tree: ``{"asset": name}``, ``{"all": [...]}`` or ``{"any": [...]}``.
     assets: dict[str, Any] | None
     cron: _Cron | None
+    #: A partitioned contract's timetable: ``{"timetable": "CronPartitionTimetable", "run_offset": -1,
+    #: "key_format"}`` or ``{"timetable": "PartitionedAssetTimetable", "mappers": [...]}``.
+    partition: NotRequired[dict[str, Any]]
 
 
 class TaskPlan(TypedDict):
@@ -265,6 +278,8 @@ class RuntimeCommon(TypedDict):
     freshness: NotRequired[Freshness]
     #: Airflow Connection id of the warehouse; absent: the local DuckDB file.
     warehouse_conn_id: NotRequired[str]
+    #: A partitioned contract's partitioning: each run writes the partition of ``dag_run.partition_key``.
+    partitioning: NotRequired[PartitioningPlan]
 
 
 class SqlProducer(TypedDict):

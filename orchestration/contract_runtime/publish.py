@@ -12,6 +12,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from contract_runtime.partitions import partition_of
 from contract_runtime.run import RunIdentity
 from contract_runtime.sqlutil import TableRef
 from contract_runtime.state import (
@@ -53,6 +54,10 @@ def publish_datasets(
     :returns: One output per dataset, in contract order: ``{"dataset", "asset", "table"
         ("schema.table"), "row_count", "columns" ([{"name", "type"}]), "quality_status"
         ("passed"|"degraded"), "quarantined": False, "failed_rules": [names]}``.
+    A partitioned contract's run (``runtime.partitioning``) replaces only the partition of its
+    ``run.partition_key`` in each target (:meth:`Warehouse.replace_partitions`), and each output
+    gains ``"partition"`` (:meth:`Partition.facet`); ``row_count`` is then the partition's rows.
+
     :raises PublishError: When a dataset has no verdict or its verdict is ``blocked``.
     :raises WarehouseError: When a staging table is missing and the run has not published yet.
     """
@@ -96,7 +101,15 @@ def publish_datasets(
         for name, value in watermarks:
             set_watermark(tx, contract_id, name, str(wm_column), value, run.run_id)
 
-    wh.swap([(staging, target) for _, staging, target, _ in plan], before_commit=record)
+    partition = partition_of(dag, run.partition_key)
+    pairs = [(staging, target) for _, staging, target, _ in plan]
+    if partition is None:
+        wh.swap(pairs, before_commit=record)
+    else:
+        # A partitioned run replaces exactly its partition (issue 35): other keys stay as published.
+        wh.replace_partitions(pairs, partition.column, partition.start, partition.end, before_commit=record)
+        for out in outputs:
+            out["partition"] = partition.facet()
     for out in outputs:
         log.info(
             "published %s -> %s: %s rows, %s%s",

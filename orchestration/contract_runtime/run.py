@@ -69,6 +69,8 @@ class RunIdentity:
         this clear" is ``try_number == first_try_number``, not ``try_number == 1``.
     :ivar bundle_name: The DAG bundle the task runs from (``ti.bundle_instance.name``, e.g.
         ``dags-folder``), or None when Airflow does not say (``DAG.test()``).
+    :ivar partition_key: The DAG run's partition key (Airflow 3.2 ``dag_run.partition_key``), or
+        None for a run without one.
     :ivar triggering_events: The Asset events that triggered the DAG run (Airflow's
         ``triggering_asset_events``), oldest first, each ``{"asset", "uri", "extra",
         "source_dag_id", "source_task_id", "source_run_id", "timestamp"}`` (``timestamp`` an ISO
@@ -88,6 +90,7 @@ class RunIdentity:
     first_try_number: int = 1
     bundle_name: str | None = None
     triggering_events: tuple[Mapping[str, Any], ...] = field(default=(), hash=False)
+    partition_key: str | None = None
 
     def __post_init__(self) -> None:
         """Normalise the dates to timezone-aware values (a naive date is taken as UTC).
@@ -185,7 +188,14 @@ class RunIdentity:
             first_try_number=min(try_number, max(1, max_tries - retries + 1)),
             bundle_name=_bundle_name(ti),
             triggering_events=_triggering_events(context),
+            partition_key=_partition_key(dag_run),
         )
+
+
+def _partition_key(dag_run: Any) -> str | None:
+    """``dag_run.partition_key`` (Airflow 3.2) as a non-empty string, else None."""
+    key = getattr(dag_run, "partition_key", None) if dag_run is not None else None
+    return key if isinstance(key, str) and key != "" else None
 
 
 def _int(value: Any, default: int) -> int:

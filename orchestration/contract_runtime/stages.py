@@ -24,8 +24,9 @@ from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 from contract_runtime.manifest import ManifestError, find_dag, load_manifest
+from contract_runtime.partitions import Partition, PartitionKeyError, partition_of
 from contract_runtime.run import RunIdentity
-from contract_runtime.sqlutil import TableRef
+from contract_runtime.sqlutil import TableRef, quote_ident
 from contract_runtime.tables import STAGING_SCHEMA, staging_for, target_table
 from contract_runtime.warehouse import Warehouse, open_warehouse
 
@@ -214,6 +215,12 @@ def produce(
         _lineage("emit_skip", manifest, dag, run, reason, unmet)
         raise RunSkipped(reason, unmet)
     runtime = dag["runtime"]
+    try:
+        partition = partition_of(dag, run.partition_key)
+    except PartitionKeyError as exc:
+        raise _NonRetryableProducer(str(exc)) from exc
+    if partition is not None:
+        log.info("%s: partition %s of %s, [%s, %s)", contract_id, partition.key, partition.column, partition.start, partition.end)
     staging = staging_tables(dag, run)
     wh = opener(runtime.get("warehouse_conn_id"))
     try:
@@ -300,6 +307,10 @@ def audit(
     start_if_run_is_new(manifest, dag, run, produced)
     runtime = dag["runtime"]
     on_failure = runtime["on_failure"]
+    try:
+        partition = partition_of(dag, run.partition_key)
+    except PartitionKeyError as exc:
+        raise _NonRetryableProducer(str(exc)) from exc
     staging = staging_tables(dag, run)
     is_dbt = (runtime.get("producer") or {}).get("type") == "dbt"
     wh = opener(runtime.get("warehouse_conn_id"))
@@ -325,6 +336,8 @@ def audit(
                 raise _NonRetryableProducer(f"{contract_id}: {exc}") from exc
             # the dbt tests first, then the contract's own rules: one verdict, one facet
             verdict.results[:0] = dbt_results.get(str(ds["name"]), [])
+            if partition is not None:
+                verdict.results.append(partition_bounds_result(wh, table, partition))
             verdicts.append(verdict)
             # the tested dataset is named like publish's output: the target table, not staging
             tested = {**ds, "table": target_table(str(runtime["domain"]), str(ds["name"])).dotted, **naming}
@@ -377,6 +390,33 @@ def audit(
         return summary
     finally:
         wh.close()
+
+
+def partition_bounds_result(wh: Warehouse, table: TableRef, partition: Partition) -> dict[str, Any]:
+    """The audit's rule ``partition_bounds`` (severity ``error``): every row of a partitioned
+    run's staging table has its partition column in [start, end) (a NULL is outside).
+
+    :returns: A result shaped like :func:`contract_runtime.quality.evaluate_rule`'s: ``actual``
+        is the number of rows outside, expected ``== 0``.
+    """
+    col = quote_ident(partition.column)
+    outside = wh.scalar(
+        f"select count(*) from {table.sql} where {col} is null or not ({col} >= ? and {col} < ?)",
+        [partition.start, partition.end],
+    )
+    actual = int(outside or 0)
+    return {
+        "name": "partition_bounds",
+        "metric": None,
+        "column": partition.column,
+        "severity": "error",
+        "operator": "==",
+        "expected": 0,
+        "actual": actual,
+        "success": actual == 0,
+        "type": "partition",
+        "unit": "rows",
+    }
 
 
 # ---------------------------------------------------------------------- publish

@@ -337,6 +337,45 @@ class Warehouse(ABC):
             if before_commit is not None:
                 before_commit(self)
 
+    def replace_partitions(
+        self,
+        pairs: Sequence[tuple[TableRef, TableRef]],
+        column: str,
+        start: Any,
+        end: Any,
+        *,
+        before_commit: Callable[[Warehouse], None] | None = None,
+    ) -> None:
+        """Replace one partition of each target by its staging table's rows, all in ONE transaction.
+
+        For each ``(staging, target)``: a target that does not exist yet becomes the staging table
+        (moved); otherwise its rows with ``start <= column < end`` are deleted and the staging
+        table's rows inserted (by column name), and the staging table dropped. Rows of other
+        partitions are never touched. ``before_commit(self)`` runs in the same transaction; any
+        failure rolls everything back (every target keeps every partition, staging stays).
+
+        :param column: The partition column, a column of both tables.
+        :param start: Start of the partition (inclusive), a timezone-aware datetime.
+        :param end: End of the partition (exclusive).
+        :raises WarehouseError: When a staging table does not exist (checked before any change).
+        """
+        missing = [s.dotted for s, _ in pairs if not self.table_exists(s)]
+        if missing:
+            raise WarehouseError(f"staging table(s) missing, nothing published: {', '.join(missing)}")
+        col = quote_ident(column)
+        with self.transaction():
+            for staging, target in pairs:
+                self._run(f"create schema if not exists {quote_ident(target.schema)}", None, False)
+                if not self.table_exists(target):
+                    self._move_table(staging, target)
+                    continue
+                names = ", ".join(quote_ident(c.name) for c in self.columns(staging))
+                self._run(f"delete from {target.sql} where {col} >= ? and {col} < ?", [start, end], False)
+                self._run(f"insert into {target.sql} ({names}) select {names} from {staging.sql}", None, False)
+                self._run(f"drop table {staging.sql}", None, False)
+            if before_commit is not None:
+                before_commit(self)
+
     def env(self) -> dict[str, str]:
         """``CONTRACT_ASSETS_WAREHOUSE_*`` variables telling a subprocess where the warehouse is."""
         return {"CONTRACT_ASSETS_WAREHOUSE_KIND": self.dialect}

@@ -270,16 +270,52 @@ def manifest_asset_fields(asset: Mapping[str, Any]) -> dict[str, Any]:
     return {"name": asset["name"], "uri": asset["uri"], "group": asset["group"], "extra": asset["extra"]}
 
 
+def check_partition_schedule(timetable: Any, schedule: Mapping[str, Any], where: str) -> None:
+    """The core (serialized and read back) partitioned timetable is the manifest's ``schedule.partition``:
+    ``CronPartitionTimetable`` with its cron, UTC, run_offset and key_format, or
+    ``PartitionedAssetTimetable`` with one mapper per asset, of the class and formats named."""
+    from airflow.timetables.simple import PartitionedAssetTimetable
+    from airflow.timetables.trigger import CronPartitionTimetable
+
+    partition = schedule["partition"]
+    if partition["timetable"] == "CronPartitionTimetable":
+        assert type(timetable) is CronPartitionTimetable, f"{where}: Airflow has {type(timetable)!r}"
+        got = timetable.serialize()
+        want = {
+            "expression": schedule["cron"]["expression"],
+            "timezone": "UTC",
+            "run_offset": partition["run_offset"],
+            "key_format": partition["key_format"],
+        }
+        assert {k: got[k] for k in want} == want, f"{where}: Airflow serializes {got!r}"
+        return
+    assert type(timetable) is PartitionedAssetTimetable, f"{where}: Airflow has {type(timetable)!r}"
+    got_mappers = {}
+    for asset, mapper in timetable.partition_mapper_config.items():
+        entry: dict[str, Any] = {"mapper": type(mapper).__name__}
+        if entry["mapper"] != "IdentityMapper":
+            entry["input_format"] = mapper.input_format
+            entry["output_format"] = mapper.output_format
+            assert str(mapper._timezone) == "UTC", f"{where}: the mapper of {asset.name} is in {mapper._timezone}"
+        got_mappers[asset.name] = entry
+    want_mappers = {m["asset"]: {k: v for k, v in m.items() if k != "asset"} for m in partition["mappers"]}
+    assert got_mappers == want_mappers, f"{where}: Airflow's mappers {got_mappers!r}"
+
+
 def check_schedule(dag, mdag: Mapping[str, Any], assets: Mapping[str, Mapping[str, Any]]) -> None:
     """The core timetable matches the manifest's schedule {assets, cron}."""
     from airflow.timetables.assets import AssetOrTimeSchedule
-    from airflow.timetables.simple import AssetTriggeredTimetable, NullTimetable
+    from airflow.timetables.simple import AssetTriggeredTimetable, NullTimetable, PartitionedAssetTimetable
     from airflow.timetables.trigger import CronTriggerTimetable
 
     schedule = mdag["schedule"]
     timetable = serialized(dag).timetable
     cond, cron = schedule["assets"], schedule["cron"]
     where = f"DAG {mdag['dag_id']}: schedule {json.dumps(schedule)}"
+    if "partition" in schedule:
+        check_partition_schedule(timetable, schedule, where)
+        if schedule["partition"]["timetable"] == "CronPartitionTimetable":
+            return
 
     if cond is None and cron is None:
         assert type(timetable) is NullTimetable, f"{where}: expected NullTimetable, Airflow has {type(timetable)!r}"
@@ -288,7 +324,7 @@ def check_schedule(dag, mdag: Mapping[str, Any], assets: Mapping[str, Mapping[st
     if cond is not None and cron is not None:
         expected_type = AssetOrTimeSchedule
     elif cond is not None:
-        expected_type = AssetTriggeredTimetable
+        expected_type = PartitionedAssetTimetable if "partition" in schedule else AssetTriggeredTimetable
     else:
         expected_type = CronTriggerTimetable
     assert type(timetable) is expected_type, f"{where}: expected {expected_type!r}, Airflow has {type(timetable)!r}"

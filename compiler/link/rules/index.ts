@@ -2,6 +2,7 @@ import { ConsistentDbtProjectRule } from "./ConsistentDbtProjectRule.js";
 import { ConsistentExternalAssetRule } from "./ConsistentExternalAssetRule.js";
 import { DeadlineNotifierRule } from "./DeadlineNotifierRule.js";
 import { ExistingProducerFileRule } from "./ExistingProducerFileRule.js";
+import { AlignedPartitionsRule } from "./AlignedPartitionsRule.js";
 import { FrequentEnoughCronRule } from "./FrequentEnoughCronRule.js";
 import { KnownNotifierRule } from "./KnownNotifierRule.js";
 import { KnownOverrideTargetRule } from "./KnownOverrideTargetRule.js";
@@ -42,6 +43,7 @@ export const LINK_RULES: readonly LinkRule[] = [
   KnownNotifierRule,
   DeadlineNotifierRule,
   FrequentEnoughCronRule,
+  AlignedPartitionsRule,
   TriggeredLoadRule,
   ReadExternalAssetRule,
 ];

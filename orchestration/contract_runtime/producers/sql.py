@@ -6,6 +6,11 @@ names, ``<domain>.<name>``, which are the published tables. It is the contract a
 runs as written; the runtime splices only the quoted staging identifier around it.
 
 A contract with several datasets cannot use a single SQL producer (one query makes one table).
+
+A partitioned contract's SQL selects the run's partition with the placeholders ``{partition_key}``,
+``{partition_start}`` and ``{partition_end}``, replaced by SQL literals
+(:func:`contract_runtime.partitions.sql_literals`); a row it returns outside the bounds blocks the
+audit.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from contract_runtime.partitions import partition_of, sql_literals
 from contract_runtime.producers import ProduceRequest, ProducerError
 
 __all__ = ["produce"]
@@ -39,5 +45,11 @@ def produce(request: ProduceRequest) -> dict[str, Any]:
     name = datasets[0]
     staging = request.staging[name]
     log.info("sql producer %s: %s -> %s", request.contract_id, producer.get("path"), staging.dotted)
+    partition = partition_of(request.dag, request.run.partition_key)
+    if partition is not None:
+        # A partitioned contract's SQL selects its partition (docs/contract-format.md, Partitions).
+        for name_, literal in sql_literals(partition).items():
+            sql = sql.replace("{" + name_ + "}", literal)
+        log.info("sql producer %s: partition %s [%s, %s)", request.contract_id, partition.key, partition.start, partition.end)
     request.warehouse.create_table_as(staging, sql)
     return {"rows": {name: request.warehouse.row_count(staging)}}
