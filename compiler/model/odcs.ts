@@ -39,6 +39,7 @@ export const CONTRACT_PROPERTIES = {
   incremental: "incremental",
   onSchemaDrift: "onSchemaDrift",
   landing: "landing",
+  partitionGrain: "partitionGrain",
 } as const;
 
 /** The `customProperties` names of one schema object (one dataset), with the dataset field each holds. */
@@ -86,6 +87,9 @@ export interface OdcsProperty {
   required?: boolean;
   primaryKey?: boolean;
   primaryKeyPosition?: number;
+  /** The column partitions the data (ODCS v3); with `partitionKeyPosition` 1, our `partitioning.column`. */
+  partitioned?: boolean;
+  partitionKeyPosition?: number;
   unique?: boolean;
   classification?: string;
   description?: string;

@@ -59,13 +59,17 @@ function qualityRuleOf(rule: QualityRule): OdcsQualityRule {
   return out;
 }
 
-function propertyOf(property: Property, primaryKeyPosition: number | undefined, rules: OdcsQualityRule[]): OdcsProperty {
+function propertyOf(property: Property, primaryKeyPosition: number | undefined, rules: OdcsQualityRule[], partitionColumn?: string): OdcsProperty {
   const out: OdcsProperty = { name: property.name, logicalType: property.logicalType };
   if (property.physicalType !== undefined) out.physicalType = property.physicalType;
   if (property.description !== undefined) out.description = property.description;
   if (property.required !== undefined) out.required = property.required;
   if (property.primaryKey !== undefined) out.primaryKey = property.primaryKey;
   if (primaryKeyPosition !== undefined) out.primaryKeyPosition = primaryKeyPosition;
+  if (property.name === partitionColumn) {
+    out.partitioned = true;
+    out.partitionKeyPosition = 1;
+  }
   if (property.unique !== undefined) out.unique = property.unique;
   if (property.classification !== undefined) out.classification = property.classification;
   if (property.tags !== undefined) out.tags = property.tags;
@@ -78,7 +82,7 @@ function propertyOf(property: Property, primaryKeyPosition: number | undefined, 
  * rules on one column go under that property (as ODCS places them); `rowCount` and SQL rules stay
  * on the object. The dataset fields ODCS has no place for are custom properties.
  */
-function schemaObjectOf(dataset: Dataset): OdcsSchemaObject {
+function schemaObjectOf(dataset: Dataset, partitionColumn?: string): OdcsSchemaObject {
   const rules = dataset.quality ?? [];
   const byColumn = new Map<string, OdcsQualityRule[]>();
   const objectRules: OdcsQualityRule[] = [];
@@ -90,7 +94,7 @@ function schemaObjectOf(dataset: Dataset): OdcsSchemaObject {
     } else objectRules.push(exported);
   });
   let position = 0;
-  const properties = dataset.schema.properties.map((p) => propertyOf(p, p.primaryKey ? ++position : undefined, byColumn.get(p.name) ?? []));
+  const properties = dataset.schema.properties.map((p) => propertyOf(p, p.primaryKey ? ++position : undefined, byColumn.get(p.name) ?? [], partitionColumn));
   const out: OdcsSchemaObject = { name: dataset.name, logicalType: "object", physicalType: "table" };
   if (dataset.physical) out.physicalName = dataset.physical.name;
   if (dataset.description !== undefined) out.description = dataset.description;
@@ -142,6 +146,7 @@ function contractPropertiesOf(contract: Contract): OdcsCustomProperty[] {
   }
   if (contract.upstreams !== undefined) out.push(custom(CONTRACT_PROPERTIES.upstreams, contract.upstreams));
   if (contract.trigger !== undefined) out.push(custom(CONTRACT_PROPERTIES.trigger, contract.trigger));
+  if (contract.partitioning !== undefined) out.push(custom(CONTRACT_PROPERTIES.partitionGrain, contract.partitioning.grain));
   if (contract.on_failure !== undefined) out.push(custom(CONTRACT_PROPERTIES.onFailure, contract.on_failure));
   if (contract.processing) {
     out.push(custom(CONTRACT_PROPERTIES.processingPurpose, contract.processing.purpose));
@@ -175,7 +180,7 @@ export function odcsDocumentOf(linked: LinkedContract): OdcsContract {
   if (c.tags !== undefined) doc.tags = c.tags;
   doc.team = { name: c.owner };
   doc.servers = [serverOf(linked)];
-  doc.schema = c.datasets.map(schemaObjectOf);
+  doc.schema = c.datasets.map((d) => schemaObjectOf(d, c.partitioning?.column));
   if (c.freshness) doc.slaProperties = [{ property: FRESHNESS_SLA_PROPERTY, value: c.freshness.max_age }];
   doc.customProperties = contractPropertiesOf(c);
   return doc;

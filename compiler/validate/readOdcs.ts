@@ -252,6 +252,9 @@ export function readOdcsContract(parsed: ParsedDocument, options: ReadOdcsOption
     else if (field !== "on_failure") missing.push(name);
   }
 
+  const partitioning = readPartitioning(odcs, top, t, notHonoured);
+  if (partitioning !== undefined) out.partitioning = partitioning;
+
   const freshness = readFreshness(odcs, t, top, notHonoured);
   if (freshness !== undefined) out.freshness = freshness;
   out.datasets = (odcs.schema ?? []).map((object, i) => readSchemaObject(object, i, parsed, t, diagnostics, notHonoured));
@@ -269,6 +272,34 @@ export function readOdcsContract(parsed: ParsedDocument, options: ReadOdcsOption
     ...(parsed.numberAsWritten ? { numberAsWritten: (path: NodePath) => parsed.numberAsWritten!(t.origin(path)) } : {}),
   };
   return { value: { document, missing, names }, diagnostics };
+}
+
+/**
+ * `partitioning` from the custom property `partitionGrain` and the property of the first schema
+ * object marked `partitioned` (the lowest `partitionKeyPosition`, ODCS v3): `{column, grain}`.
+ * A `partitioned` property without `partitionGrain` is not honoured (ODCS has no grain); a grain
+ * without a partitioned property leaves `column` out, which the contract schema then reports.
+ */
+function readPartitioning(
+  odcs: OdcsContract,
+  top: Map<string, Found>,
+  t: Translation,
+  notHonoured: (path: NodePath, reason: string) => void,
+): Record<string, unknown> | undefined {
+  const grain = top.get(CONTRACT_PROPERTIES.partitionGrain);
+  const marked = (odcs.schema ?? []).flatMap((object, i) =>
+    (object.properties ?? []).flatMap((p, j) => (p.partitioned === true ? [{ name: p.name, position: p.partitionKeyPosition ?? 1, path: ["schema", i, "properties", j, "partitioned"] as NodePath, object: i }] : [])),
+  );
+  if (grain === undefined) {
+    if (marked.length > 0) notHonoured(marked[0]!.path, `a partitioned contract needs its grain: add {property: ${CONTRACT_PROPERTIES.partitionGrain}, value: day} (hour, day, week, month, quarter or year) to customProperties`);
+    return undefined;
+  }
+  t.from(["partitioning"], grain.path);
+  t.from(["partitioning", "grain"], grain.path);
+  const first = marked.filter((m) => m.object === 0).sort((a, b) => a.position - b.position)[0];
+  if (first === undefined) return { grain: grain.value };
+  t.from(["partitioning", "column"], first.path);
+  return { column: first.name, grain: grain.value };
 }
 
 /**

@@ -10,6 +10,7 @@ import type { Manifest } from "../../compiler/manifest/buildManifest.js";
 import { compileProject, exportOdcs, importOdcs } from "../../compiler/pipeline.js";
 import { renderOdcs } from "../../compiler/render/renderOdcs.js";
 import { writeOutputs } from "../../compiler/write/writeOutputs.js";
+import { CASES, stageCase } from "../golden/golden.js";
 import { cli, copyBundledProject, REPO } from "./helpers.js";
 
 const Ajv2019 = Ajv2019Module as unknown as typeof Ajv2019Module.default;
@@ -182,6 +183,42 @@ describe("round trip", () => {
     }
     for (const [file, text] of files) fs.writeFileSync(path.join(root, "contracts", path.basename(file)), text);
     expect(meaning(compiled(root))).toEqual(meaning(before));
+  });
+});
+
+describe("partitioned contracts in ODCS", () => {
+  it("export marks the partition column partitioned (position 1) with the grain as partitionGrain, and import gives the same manifest", () => {
+    const root = stageCase(path.join(CASES, "partition-chain"));
+    const before = compiled(root);
+    const exported = exportOdcs(defaultLayout(root), "exported");
+    expect(exported.diagnostics.filter((d) => d.severity === "error")).toEqual([]);
+    const daily = YAML.parse(exported.files!.get("exported/web.events_daily.odcs.yaml")!) as {
+      customProperties: Array<{ property: string; value: unknown }>;
+      schema: Array<{ properties: Array<{ name: string; partitioned?: boolean; partitionKeyPosition?: number }> }>;
+    };
+    expect(daily.customProperties).toContainEqual({ property: "partitionGrain", value: "day" });
+    expect(daily.schema[0]!.properties.filter((p) => p.partitioned)).toEqual([expect.objectContaining({ name: "event_date", partitioned: true, partitionKeyPosition: 1 })]);
+    for (const file of fs.readdirSync(path.join(root, "contracts", "web"))) {
+      if (!/kind: ExternalAssets/.test(fs.readFileSync(path.join(root, "contracts", "web", file), "utf8"))) fs.rmSync(path.join(root, "contracts", "web", file));
+    }
+    for (const [file, text] of exported.files!) fs.writeFileSync(path.join(root, "contracts", "web", path.basename(file)), text);
+    const after = compiled(root);
+    expect(meaning(after)).toEqual(meaning(before));
+    expect(after.assets.find((a) => a.name === "web.events_hourly")!.partitioning).toEqual({ column: "event_time", grain: "hour", key_format: "%Y-%m-%dT%H" });
+    fs.rmSync(root, { recursive: true, force: true });
+  });
+
+  it("a partitioned property without partitionGrain is not honoured, and says what to add", () => {
+    const root = stageCase(path.join(CASES, "partition-chain"));
+    const exported = exportOdcs(defaultLayout(root), "exported");
+    const text = exported.files!.get("exported/web.events_daily.odcs.yaml")!.replace(/\n  - property: partitionGrain\n    value: day/, "");
+    expect(text).not.toContain("partitionGrain");
+    fs.rmSync(path.join(root, "contracts", "web", "events_daily.yaml"));
+    fs.writeFileSync(path.join(root, "contracts", "web", "events_daily.odcs.yaml"), text);
+    const result = compileProject(defaultLayout(root), { render: false });
+    const found = result.diagnostics.filter((d) => d.code === "CA3604").map((d) => d.message);
+    expect(found).toEqual([expect.stringContaining("a partitioned contract needs its grain: add {property: partitionGrain, value: day}")]);
+    fs.rmSync(root, { recursive: true, force: true });
   });
 });
 
