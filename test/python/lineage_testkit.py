@@ -72,6 +72,7 @@ class StandInRunIdentity:
     first_try_number: int = 1
     bundle_name: str | None = None
     triggering_events: tuple[Any, ...] = field(default=(), hash=False)
+    partition_key: str | None = None
 
 
 try:

@@ -46,6 +46,9 @@ EXPECTED_DISAGREEMENTS: dict[str, str] = {
     "diff-asset-retired-deprecated": "ours breaking: a deprecated contract is retired under a minor version, and retiring "
     "an asset that had a DAG needs the next major (ADR 0024, CA7701); datacontract-cli does not treat a status "
     "change (deprecated -> retired) as breaking",
+    "diff-partitioning-changed": "ours breaking: the producer's grain changes (hour -> day) under a minor version, "
+    "and a partitioning change needs the next major (PARTITIONING_CHANGED, ADR 0028); datacontract-cli does not compare "
+    "the partitionGrain custom property",
     "diff-consumer-rule-names-removed-property": "datacontract breaking: a property is removed; "
     "ours: no consumer reads it (the consumer's rule names its own column) and the major version acknowledges it",
     "diff-not-renamed": "datacontract breaking: a schema object is removed; ours: no consumer reads it, and the major version acknowledges it",
