@@ -509,6 +509,11 @@ export const Diagnostics = {
     "error",
     (a) => `${q(a.upstream)} is partitioned by ${a.upstreamGrain}, which does not align with this contract's ${a.grain}: a week can span two of them, and Airflow 3.2 has no mapper for it; partition this contract by week, or the upstream by day`,
   ),
+  PartitionPlaceholderUnpartitioned: entry<{ field: string }>(
+    "CA4611",
+    "error",
+    (a) => `${a.field} holds the placeholder {partition}, but this contract is not partitioned: only a run with a partition key can fill it, so every run would read the literal text; declare "partitioning", or remove the placeholder`,
+  ),
   // 4: link, dbt projects (issue 11; ADR 0012)
   DbtManifestMissing: entry<{ project: string; manifest: string }>(
     "CA4401",

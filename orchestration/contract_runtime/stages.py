@@ -338,6 +338,8 @@ def audit(
             verdict.results[:0] = dbt_results.get(str(ds["name"]), [])
             if partition is not None:
                 verdict.results.append(partition_bounds_result(wh, table, partition))
+                published = target_table(str(runtime["domain"]), str(ds["name"]))
+                verdict.results.extend(published_key_results(wh, table, published, ds, partition))
             verdicts.append(verdict)
             # the tested dataset is named like publish's output: the target table, not staging
             tested = {**ds, "table": target_table(str(runtime["domain"]), str(ds["name"])).dotted, **naming}
@@ -417,6 +419,58 @@ def partition_bounds_result(wh: Warehouse, table: TableRef, partition: Partition
         "type": "partition",
         "unit": "rows",
     }
+
+
+def published_key_results(
+    wh: Warehouse, table: TableRef, published: TableRef, dataset: Mapping[str, Any], partition: Partition
+) -> list[dict[str, Any]]:
+    """The table-wide half of a partitioned dataset's key rules (issue 35; docs/contract-format.md
+    "Partitions"): a ``unique`` or ``primaryKey`` rule holds over the whole published table, not
+    only over the run's partition, so each such rule (the compiler's implicit ``duplicateValues``
+    rules, ``implied_by`` ``unique`` or ``primaryKey``) gets a twin, ``<rule>_published``, with the
+    rule's severity: the staging rows whose key (a column, or the composite key's tuple, rows
+    with a NULL member left out as the rule itself does) is already in a published row of
+    ANOTHER partition, the rows publish would keep beside it. Rows of the run's own partition
+    are replaced by publish, so they are not counted. Without a published table yet, nothing to
+    compare with: no twin.
+
+    :returns: One result per key rule, shaped like
+        :func:`contract_runtime.quality.evaluate_rule`'s (``type`` ``partition``, ``actual`` the
+        colliding staging rows, expected ``== 0``).
+    """
+    if not wh.table_exists(published):
+        return []
+    col = quote_ident(partition.column)
+    results: list[dict[str, Any]] = []
+    for rule in dataset.get("quality", []) or []:
+        if rule.get("metric") != "duplicateValues" or rule.get("implied_by") not in ("unique", "primaryKey"):
+            continue
+        arguments = rule.get("arguments")
+        key = list((arguments or {}).get("properties") or []) if isinstance(arguments, Mapping) else []
+        columns = [str(c) for c in key] or [str(rule["column"])]
+        complete = " and ".join(f"s.{quote_ident(c)} is not null" for c in columns)
+        same = " and ".join(f"p.{quote_ident(c)} = s.{quote_ident(c)}" for c in columns)
+        colliding = wh.scalar(
+            f"select count(*) from {table.sql} s where {complete} and exists (select 1 from {published.sql} p "
+            f"where {same} and (p.{col} is null or not (p.{col} >= ? and p.{col} < ?)))",
+            [partition.start, partition.end],
+        )
+        actual = int(colliding or 0)
+        results.append(
+            {
+                "name": f"{rule['name']}_published",
+                "metric": "duplicateValues",
+                "column": rule.get("column"),
+                "severity": rule["severity"],
+                "operator": "==",
+                "expected": 0,
+                "actual": actual,
+                "success": actual == 0,
+                "type": "partition",
+                "unit": "rows",
+            }
+        )
+    return results
 
 
 # ---------------------------------------------------------------------- publish

@@ -165,11 +165,39 @@ def test_partition_row_outside_the_bounds_blocks_and_leaves_other_partitions(war
     with pytest.raises(stages.QualityGateFailed) as caught:
         _wap(root, opener, EVERY_ROW_SQL, "2026-04-16", "manual__bad")
     verdict = caught.value.summary["datasets"][0]
-    assert verdict["status"] == "blocked" and verdict["failed_errors"] == ["partition_bounds"]
+    # four rows outside 2026-04-16, two of them (e1, e2) with keys the published 2026-04-14 holds
+    assert verdict["status"] == "blocked" and verdict["failed_errors"] == ["partition_bounds", "event_id_unique_published"]
     bounds = [r for r in verdict["results"] if r["name"] == "partition_bounds"]
     assert bounds == [{"name": "partition_bounds", "severity": "error", "success": False, "actual": 4, "expected": 0, "operator": "=="}]
     with opener(None) as wh:
         assert _published(wh) == before
+
+
+def test_partition_primary_key_holds_across_published_partitions(warehouse: tuple[Path, Any]) -> None:
+    root, opener = warehouse
+    _wap(root, opener, PARTITIONED_SQL, "2026-04-14", "manual__a")
+    # the same key again: its own partition's keys are replaced, not duplicates
+    again = _wap(root, opener, PARTITIONED_SQL, "2026-04-14", "manual__a2")
+    assert again[0]["row_count"] == 2
+    with opener(None) as wh:
+        before = _published(wh)
+    # 2026-04-15 brings e3 and e4, and an e1 whose key the published 2026-04-14 partition holds
+    clash = PARTITIONED_SQL + " union all select 'e1', cast('2026-04-15 06:00:00' as timestamp), 'de'"
+    with pytest.raises(stages.QualityGateFailed) as caught:
+        _wap(root, opener, clash, "2026-04-15", "manual__clash")
+    verdict = caught.value.summary["datasets"][0]
+    assert verdict["status"] == "blocked" and verdict["failed_errors"] == ["event_id_unique_published"]
+    within = [r for r in verdict["results"] if r["name"] in ("event_id_unique", "event_id_unique_published")]
+    assert [(r["name"], r["success"], r["actual"]) for r in within] == [
+        ("event_id_unique", True, 0),
+        ("event_id_unique_published", False, 1),
+    ]
+    with opener(None) as wh:
+        assert _published(wh) == before
+    # without the clashing row the partition publishes beside the other
+    _wap(root, opener, PARTITIONED_SQL, "2026-04-15", "manual__b")
+    with opener(None) as wh:
+        assert [k for k, _ in _published(wh)] == ["e1", "e2", "e3", "e4"]
 
 
 def test_partition_run_without_a_key_fails_saying_how_to_pass_one(duck: tuple[Path, Any]) -> None:
@@ -207,3 +235,79 @@ def test_partition_bounds_agree_with_the_compiler() -> None:
         assert found is not None, (grain, key)
         assert (found[0].isoformat(), found[1].isoformat()) == (start.replace(".000Z", "+00:00"), end.replace(".000Z", "+00:00")), (grain, key)
     assert partitions.bounds("week", "2026-W54") is None and partitions.bounds("day", "2026-02-30") is None
+
+
+def _request(tmp_path: Path, wh: Warehouse, dag: dict[str, Any], key: str | None) -> Any:
+    from contract_runtime.producers import ProduceRequest
+
+    manifest_path = write_manifest(tmp_path, [dag])
+    run = run_identity(dag["dag_id"], run_id="scheduled__p", partition_key=key)
+    staging = {d["name"]: TableRef("_ca_staging", f"s_{d['name']}") for d in dag["runtime"]["datasets"]}
+    return ProduceRequest(
+        manifest_path=manifest_path, manifest=json.loads(Path(manifest_path).read_text()), dag=dag, run=run, warehouse=wh, staging=staging
+    )
+
+
+def test_partition_python_command_and_dbt_producers_see_the_key_and_bounds(
+    duck: tuple[Path, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from contract_runtime.producers import dbt as dbt_producer
+    from contract_runtime.producers.command import build_env
+    from contract_runtime.producers.python import ProducerContext
+
+    root, opener = duck
+    dag = _dag(PARTITIONED_SQL)
+    with opener(None) as wh:
+        context = ProducerContext(_request(root, wh, dag, "2026-04-15"))
+        assert context.partition is not None
+        assert (context.partition.key, context.partition.start, context.partition.end) == (
+            "2026-04-15",
+            datetime.datetime(2026, 4, 15, tzinfo=UTC),
+            datetime.datetime(2026, 4, 16, tzinfo=UTC),
+        )
+        env = build_env(_request(root, wh, dag, "2026-04-15"), base={})
+        assert {k: v for k, v in env.items() if k.startswith("CONTRACT_ASSETS_PARTITION_")} == {
+            "CONTRACT_ASSETS_PARTITION_KEY": "2026-04-15",
+            "CONTRACT_ASSETS_PARTITION_START": "2026-04-15T00:00:00+00:00",
+            "CONTRACT_ASSETS_PARTITION_END": "2026-04-16T00:00:00+00:00",
+        }
+        unpartitioned = {**dag, "runtime": {k: v for k, v in dag["runtime"].items() if k != "partitioning"}}
+        assert ProducerContext(_request(root / "u", wh, unpartitioned, None)).partition is None
+        assert not [k for k in build_env(_request(root / "u", wh, unpartitioned, None), base={}) if "PARTITION" in k]
+    # dbt: every command of a partitioned run gets the three values as --vars
+    assert dbt_producer.partition_vars(dag, "2026-04-15") == (
+        "--vars",
+        '{"partition_end": "2026-04-16 00:00:00", "partition_key": "2026-04-15", "partition_start": "2026-04-15 00:00:00"}',
+    )
+    assert dbt_producer.partition_vars(unpartitioned, None) == ()
+    seen: list[tuple[str, ...]] = []
+    monkeypatch.setattr(dbt_producer, "invoke", lambda command, select, **kw: seen.append(tuple(kw["extra_args"])))
+    monkeypatch.setattr(dbt_producer, "lineage_parent", lambda *a: None)
+    context_dbt = types.SimpleNamespace(project_dir=root, root=root, schema="s", project_manifest=root / "m.json", upstream_models={})
+    dbt_producer.run_dbt({}, dag, run_identity(CONTRACT, partition_key="2026-04-15"), None, context_dbt, "test", ["m"], ("--x",))  # type: ignore[arg-type]
+    assert seen == [("--x", *dbt_producer.partition_vars(dag, "2026-04-15"))]
+
+
+def test_partition_placeholder_in_an_ingestion_source_reads_that_keys_objects(duck: tuple[Path, Any]) -> None:
+    from contract_runtime.producers import ProducerError
+    from contract_runtime.producers.load import source_objects, with_partition
+
+    root, opener = duck
+    (root / "data").mkdir()
+    for key in ("2026-04-14", "2026-04-15"):
+        (root / "data" / f"{key}.csv").write_text("event_id,event_time,country\n", encoding="utf-8")
+    dag = _dag(PARTITIONED_SQL)
+    dag["runtime"].update(
+        kind="IngestionContract",
+        mode="load",
+        source={"name": "web.events_export", "uri": "s3://exports/events/{partition}/", "format": "csv", "system": "web"},
+        sample_data="data/{partition}.csv",
+        producer={"type": "load"},
+    )
+    with opener(None) as wh:
+        request = _request(root, wh, dag, "2026-04-15")
+        assert with_partition(request, "s3://exports/events/{partition}/") == "s3://exports/events/2026-04-15/"
+        objects, _, listed = source_objects(request)
+        assert [Path(o.uri).name for o in objects] == ["2026-04-15.csv"] and listed.endswith("/data/2026-04-15.csv")
+        with pytest.raises(ProducerError, match=r"data/2026-04-16\.csv'? \(sample_data\) does not exist"):
+            source_objects(_request(root, wh, dag, "2026-04-16"))

@@ -21,8 +21,9 @@ function cronPath(linked: LinkedContract): string[] {
  * triggered by a partitioned upstream (CA4607: such events never queue it); a partitioned
  * consumer is triggered only by partitioned upstreams (CA4608: an event without a key is dropped)
  * whose grain a mapper of `support/partitions.ts` aligns with its own (CA4609 coarser, CA4610 a
- * week into a coarser grain). Why: Airflow accepts each of these DAGs and never runs it, and says
- * so in no place a user looks.
+ * week into a coarser grain); an ingestion's `source.uri` holds `{partition}` only when the
+ * contract is partitioned (CA4611: no run of another could fill it). Why: Airflow accepts each of
+ * these DAGs and never runs it, and says so in no place a user looks.
  */
 export const AlignedPartitionsRule: LinkRule = {
   name: "AlignedPartitionsRule",
@@ -36,6 +37,10 @@ export const AlignedPartitionsRule: LinkRule = {
       if (linked.status === "retired") continue;
       const p = linked.contract.partitioning;
       const locate = linked.located.source.locate;
+      const contract = linked.contract;
+      if (!p && contract.kind === "IngestionContract" && contract.source.uri.includes("{partition}")) {
+        context.report(createDiagnostic(Diagnostics.PartitionPlaceholderUnpartitioned, { field: "source.uri" }, locate(["source", "uri"])));
+      }
       if (p) {
         linked.contract.datasets.forEach((d, i) => {
           const property = d.schema?.properties?.findIndex((x) => x.name === p.column) ?? -1;

@@ -18,6 +18,9 @@ process runs with ``subprocess`` (``shell=False``), in the project root, with th
 ``CONTRACT_ASSETS_STAGING_TABLES``     JSON ``{dataset: {"schema", "name", "sql"}}``
 ``CONTRACT_ASSETS_STAGING_<DATASET>``  the quoted staging identifier of each dataset
                                        (dataset name upper-cased)
+``CONTRACT_ASSETS_PARTITION_KEY``      a partitioned contract's key (``2026-04-15``), and
+``CONTRACT_ASSETS_PARTITION_START``    its bounds [start, end), ISO 8601 UTC
+``CONTRACT_ASSETS_PARTITION_END``      (unset for an unpartitioned contract)
 =====================================  =========================================================
 
 No credentials are added: a shim that needs them resolves the connection id itself.
@@ -35,6 +38,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from contract_runtime.manifest import project_root
+from contract_runtime.partitions import partition_of
 from contract_runtime.producers import ProduceRequest, ProducerError
 
 __all__ = ["STDERR_TAIL_LINES", "CommandFailed", "build_env", "produce", "run_command"]
@@ -70,6 +74,12 @@ def build_env(request: ProduceRequest, base: Mapping[str, str] | None = None) ->
     )
     for name, table in request.staging.items():
         env[f"CONTRACT_ASSETS_STAGING_{name.upper()}"] = table.sql
+    partition = partition_of(request.dag, request.run.partition_key)
+    if partition is not None:
+        # the run's partition (docs/contract-format.md "Partitions"): ISO 8601 UTC bounds, [start, end)
+        env["CONTRACT_ASSETS_PARTITION_KEY"] = partition.key
+        env["CONTRACT_ASSETS_PARTITION_START"] = partition.start.isoformat()
+        env["CONTRACT_ASSETS_PARTITION_END"] = partition.end.isoformat()
     return env
 
 

@@ -20,12 +20,14 @@ start or connect) is retried by Airflow.
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 from typing import Any
 
 from contract_runtime.dbtrun import DbtInvocation, DbtSetupError, dbt_executable, invoke
 from contract_runtime.manifest import project_root
+from contract_runtime.partitions import partition_of
 from contract_runtime.producers import ProduceRequest, ProducerError
 from contract_runtime.sqlutil import quote_ident
 from contract_runtime.tables import dbt_staging_schema
@@ -37,6 +39,7 @@ __all__ = [
     "failed_nodes",
     "has_dbt_ol",
     "lineage_parent",
+    "partition_vars",
     "produce",
     "run_dbt",
 ]
@@ -124,6 +127,7 @@ def run_dbt(
     """
     parent = lineage_parent(manifest, dag, run)
     lineage = parent is not None and has_dbt_ol(context.root)
+    extra_args = (*extra_args, *partition_vars(dag, getattr(run, "partition_key", None)))
     return invoke(
         command,
         select,
@@ -137,6 +141,27 @@ def run_dbt(
         lineage=lineage,
         lineage_parent=parent,
     )
+
+
+def partition_vars(dag: dict[str, Any], key: str | None) -> tuple[str, ...]:
+    """``--vars`` for a partitioned contract's dbt commands (issue 35; docs/contract-format.md
+    "Partitions"): ``partition_key`` (``2026-04-15``), ``partition_start`` and ``partition_end``
+    (UTC, ``YYYY-MM-DD HH:MM:SS``, a text every supported adapter casts to a timestamp), read in a
+    model as ``{{ var("partition_start") }}``. Empty for an unpartitioned contract.
+
+    :raises contract_runtime.partitions.PartitionKeyError: A partitioned run without a valid key
+        (produce has refused it before dbt starts).
+    """
+    partition = partition_of(dag, key)
+    if partition is None:
+        return ()
+    stamp = "%Y-%m-%d %H:%M:%S"
+    values = {
+        "partition_key": partition.key,
+        "partition_start": partition.start.strftime(stamp),
+        "partition_end": partition.end.strftime(stamp),
+    }
+    return ("--vars", json.dumps(values, sort_keys=True))
 
 
 def has_dbt_ol(root: Path) -> bool:

@@ -56,12 +56,14 @@ from contract_runtime.drift import (
 )
 from contract_runtime.manifest import project_root, resolve_project_path
 from contract_runtime.objectstore import StoredObject
+from contract_runtime.partitions import partition_of
 from contract_runtime.producers import ProduceRequest, ProducerError
 from contract_runtime.sqlutil import quote_ident, sql_type
 from contract_runtime.state import get_watermark, loaded_versions, record_objects
 
 __all__ = [
     "MANIFEST_NAME",
+    "PARTITION_PLACEHOLDER",
     "SourceValueError",
     "describe_source",
     "fail_on_drift",
@@ -69,6 +71,7 @@ __all__ = [
     "produce",
     "read_source",
     "source_objects",
+    "with_partition",
 ]
 
 log = logging.getLogger(__name__)
@@ -114,6 +117,24 @@ def _demo_base(request: ProduceRequest) -> str:
     return os.environ.get(STAND_IN_DIR_ENV) or warehouse_dir(request) or str(project_root(request.manifest_path))
 
 
+#: The placeholder a partitioned ingestion's ``source.uri`` (or its local ``sample_data``) may hold.
+PARTITION_PLACEHOLDER = "{partition}"
+
+
+def with_partition(request: ProduceRequest, location: str) -> str:
+    """``location`` with every ``{partition}`` replaced by the run's partition key (issue 35;
+    docs/contract-format.md "Partitions"): ``s3://exports/events/{partition}/`` reads
+    ``s3://exports/events/2026-04-15T09/`` in the run of key ``2026-04-15T09``. The compiler
+    refuses the placeholder in an unpartitioned contract (CA4611); here it is then left as is.
+
+    :raises contract_runtime.partitions.PartitionKeyError: A partitioned run without a valid key.
+    """
+    partition = partition_of(request.dag, request.run.partition_key)
+    if partition is None:
+        return location
+    return location.replace(PARTITION_PLACEHOLDER, partition.key)
+
+
 def source_objects(request: ProduceRequest) -> tuple[list[StoredObject], str | None, str]:
     """The objects this run may load (module doc), the Connection id to read them, and what was listed.
 
@@ -126,7 +147,7 @@ def source_objects(request: ProduceRequest) -> tuple[list[StoredObject], str | N
     sample = runtime.get("sample_data")
     manifest_source = source.get("manifest")
     if sample and not manifest_source:
-        path = resolve_project_path(request.manifest_path, str(sample))
+        path = resolve_project_path(request.manifest_path, with_partition(request, str(sample)))
         if not path.is_file():
             raise ProducerError(f"{request.contract_id}: source file {str(path)!r} (sample_data) does not exist")
         uri = "file://" + urllib.parse.quote(str(path))
@@ -143,7 +164,7 @@ def source_objects(request: ProduceRequest) -> tuple[list[StoredObject], str | N
             for f in listed.get("files", []):
                 objects.append(StoredObject(str(f["uri"]), str(f["key"]), int(f["size"]), None, str(f["sha256"])))
         return sorted(objects, key=lambda o: o.uri), conn_id, pattern
-    uri = str(source.get("uri", ""))
+    uri = with_partition(request, str(source.get("uri", "")))
     conn_id = source.get("connection_id")
     objects = objectstore.list_objects(uri, conn_id, contract_id=request.contract_id)
     if not objects:

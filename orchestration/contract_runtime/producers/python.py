@@ -16,6 +16,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, cast
 
+from contract_runtime.partitions import Partition, partition_of
 from contract_runtime.producers import ProduceRequest, ProducerError, asset_table
 from contract_runtime.run import RunIdentity
 from contract_runtime.sqlutil import TableRef
@@ -73,6 +74,9 @@ class ProducerContext:
     :ivar datasets: Dataset name -> manifest entry (schema, quality, asset).
     :ivar staging: Dataset name -> staging :class:`~contract_runtime.sqlutil.TableRef`.
     :ivar log: A logger for the job.
+    :ivar partition: The run's :class:`~contract_runtime.partitions.Partition` (``key``,
+        ``start`` and ``end``, timezone-aware UTC, [start, end); ``column``) for a partitioned
+        contract, else None. Write only that partition's rows: a row outside it blocks publish.
     """
 
     def __init__(self, request: ProduceRequest) -> None:
@@ -85,6 +89,7 @@ class ProducerContext:
         self.staging: dict[str, TableRef] = dict(request.staging)
         self.log: logging.Logger = logging.getLogger(f"contract_runtime.job.{request.contract_id}")
         self.written: dict[str, int] = {}
+        self.partition: Partition | None = partition_of(request.dag, request.run.partition_key)
 
     def table(self, asset_name: str) -> TableRef:
         """The published table of an Asset (an upstream, or one of this contract's own).
