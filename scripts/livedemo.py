@@ -26,6 +26,7 @@ succeeded, 1 otherwise.
 from __future__ import annotations
 
 import argparse
+import datetime
 import importlib.util
 import json
 import sys
@@ -72,6 +73,17 @@ def _show_freshness(stack: LiveStack, monitor: dict[str, Any], localrun: Any) ->
     return []
 
 
+def demo_partition_key(manifest: dict[str, Any], dag_id: str) -> str | None:
+    """The key a partitioned root runs in the demo: the period holding the hour before the fixed
+    clock (``2026-04-15T09`` for an hourly contract, whose sample file the corpus bundles); None
+    for an unpartitioned DAG."""
+    dag = next(d for d in manifest["dags"] if d["dag_id"] == dag_id)
+    spec = dag["runtime"].get("partitioning")
+    if not spec:
+        return None
+    return (TEST_CLOCK - datetime.timedelta(hours=1)).strftime(str(spec["key_format"]))
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="livedemo")
     parser.add_argument("--project", type=Path, required=True)
@@ -114,7 +126,7 @@ def main(argv: list[str]) -> int:
         wave = [d for d in roots if d not in late]
         say(f"unpaused {len(dags)} DAGs; triggering the roots through the REST API: {', '.join(wave)}")
         for dag_id in wave:
-            stack.trigger(dag_id)
+            stack.trigger(dag_id, partition_key=demo_partition_key(manifest, dag_id))
         stack.wait_until_quiescent(timeout=1200)
         if late:
             say(f"quiescent; triggering the roots that read what the chain publishes: {', '.join(late)}")

@@ -3,6 +3,7 @@ import type { Diagnostic, SourceLocation } from "../diagnostics/diagnostic.js";
 import type { Contract, Dataset, IngestionContract } from "../model/contract.js";
 import { canonicalJson } from "../support/canonical-json.js";
 import { compareStrings } from "../support/compare.js";
+import { sourceAssetUri } from "../support/partitions.js";
 import { normaliseUri } from "../support/uri.js";
 import { checkUri } from "../validate/rules/ValidUriRule.js";
 import type { Located, ValidatedProject } from "../validate/validateDocuments.js";
@@ -194,7 +195,8 @@ export function buildAssetTable(validated: ValidatedProject, config: Orchestrati
     if (c.mode === "load" && extractProducing(table, s.name) !== undefined) continue;
     const asset: AssetDeclaration = {
       name: s.name,
-      uri: s.uri,
+      // a partitioned source's objects, every key's, are one Asset: the prefix before {partition}
+      uri: sourceAssetUri(s.uri),
       // The ingesting contract's domain: the source system has no domain of ours.
       group: c.domain,
       extra: { external: true, owner: c.owner },

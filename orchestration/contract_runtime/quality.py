@@ -59,6 +59,7 @@ __all__ = [
     "database_message",
     "evaluate_dataset",
     "evaluate_rule",
+    "log_result",
     "operator_of",
 ]
 
@@ -346,19 +347,25 @@ def evaluate_dataset(wh: Warehouse, table: TableRef, dataset: Mapping[str, Any])
     verdict = DatasetVerdict(dataset=str(dataset["name"]), asset=str(dataset.get("asset", "")))
     for rule in dataset.get("quality", []) or []:
         result = evaluate_rule(wh, table, rule)
-        log.info(
-            "quality %s %-8s %-40s actual=%s %s %s",
-            "PASS" if result["success"] else "FAIL",
-            result["severity"],
-            result["name"],
-            result["actual"],
-            result["operator"],
-            result["expected"],
-        )
-        if "error" in result:
-            log.warning("quality rule %s could not be evaluated: %s", result["name"], result["error"])
+        log_result(result)
         verdict.results.append(result)
     return verdict
+
+
+def log_result(result: Mapping[str, Any]) -> None:
+    """One task-log line for a rule's result (``quality PASS|FAIL <severity> <name> actual=…``),
+    and a warning with the database's message when it could not be evaluated."""
+    log.info(
+        "quality %s %-8s %-40s actual=%s %s %s",
+        "PASS" if result["success"] else "FAIL",
+        result["severity"],
+        result["name"],
+        result["actual"],
+        result["operator"],
+        result["expected"],
+    )
+    if "error" in result:
+        log.warning("quality rule %s could not be evaluated: %s", result["name"], result["error"])
 
 
 def data_time_age_seconds(value: Any, now: datetime.datetime | None = None) -> float | None:

@@ -301,6 +301,7 @@ def audit(
         DatasetVerdict,
         QualityRuleError,
         evaluate_dataset,
+        log_result,
     )
 
     manifest, dag = _load(manifest_path, contract_id)
@@ -337,9 +338,11 @@ def audit(
             # the dbt tests first, then the contract's own rules: one verdict, one facet
             verdict.results[:0] = dbt_results.get(str(ds["name"]), [])
             if partition is not None:
-                verdict.results.append(partition_bounds_result(wh, table, partition))
                 published = target_table(str(runtime["domain"]), str(ds["name"]))
-                verdict.results.extend(published_key_results(wh, table, published, ds, partition))
+                own = [partition_bounds_result(wh, table, partition), *published_key_results(wh, table, published, ds, partition)]
+                for result in own:
+                    log_result(result)
+                verdict.results.extend(own)
             verdicts.append(verdict)
             # the tested dataset is named like publish's output: the target table, not staging
             tested = {**ds, "table": target_table(str(runtime["domain"]), str(ds["name"])).dotted, **naming}

@@ -26,11 +26,11 @@ describe("contract-assets CLI", () => {
     const root = copyBundledProject();
     const first = cli(["compile", "--root", root], "/");
     expect(first.status, first.stderr).toBe(0);
-    expect(first.stderr).toMatch(/compiled 14 DAGs and 24 assets: 16 written, 0 deleted, 0 unchanged/);
+    expect(first.stderr).toMatch(/compiled 16 DAGs and 27 assets: 18 written, 0 deleted, 0 unchanged/);
     const before = mtimes(path.join(root, "generated"));
     const second = cli(["compile"], root);
     expect(second.status).toBe(0);
-    expect(second.stderr).toMatch(/0 written, 0 deleted, 16 unchanged/);
+    expect(second.stderr).toMatch(/0 written, 0 deleted, 18 unchanged/);
     expect(mtimes(path.join(root, "generated"))).toEqual(before);
     // The committed output is exactly what compile writes.
     expect(snapshot(path.join(root, "generated"))).toEqual(snapshot(path.join(REPO, "generated")));
@@ -112,7 +112,7 @@ describe("contract-assets CLI", () => {
 
   it("prints the graph as mermaid, dot and json", () => {
     const json = JSON.parse(cli(["graph", "--format", "json"]).stdout) as { nodes: unknown[]; edges: Array<{ from: string; to: string; via: string }> };
-    expect(json.nodes).toHaveLength(24);
+    expect(json.nodes).toHaveLength(27);
     expect(json.edges).toContainEqual({ from: "fx.rates_daily", to: "finance.contracts_curated", via: "finance.contracts_curated" });
     expect(cli(["graph"]).stdout).toMatch(/^flowchart LR\n/);
     expect(cli(["graph", "--format", "dot"]).stdout).toMatch(/^digraph assets \{/);

@@ -1,7 +1,7 @@
 import { createDiagnostic, Diagnostics } from "../../diagnostics/catalogue.js";
 import { maxCronGapSeconds } from "../../support/cron.js";
 import { formatDurationSeconds } from "../../support/duration.js";
-import { GRAIN_MIN_SECONDS, mapperFor, type Grain } from "../../support/partitions.js";
+import { GRAIN_MIN_SECONDS, mapperFor, PARTITION_PLACEHOLDER, type Grain } from "../../support/partitions.js";
 import type { LinkedContract } from "../model.js";
 import type { LinkRule } from "./rule.js";
 
@@ -38,7 +38,7 @@ export const AlignedPartitionsRule: LinkRule = {
       const p = linked.contract.partitioning;
       const locate = linked.located.source.locate;
       const contract = linked.contract;
-      if (!p && contract.kind === "IngestionContract" && contract.source.uri.includes("{partition}")) {
+      if (!p && contract.kind === "IngestionContract" && contract.source.uri.includes(PARTITION_PLACEHOLDER)) {
         context.report(createDiagnostic(Diagnostics.PartitionPlaceholderUnpartitioned, { field: "source.uri" }, locate(["source", "uri"])));
       }
       if (p) {
