@@ -3,7 +3,9 @@
 * :data:`RunIdentity` — ``contract_runtime.run.RunIdentity``, or a structurally identical stand-in
   when that module is absent (the emit hook only reads attributes).
 * :func:`spec_registry` / :func:`validate_event` — validate an emitted event against the official
-  OpenLineage schema (``<repo>/../shared/openlineage-spec``) and each facet against its own facet
+  OpenLineage schema (``<repo>/../shared/openlineage-spec``, or the folder
+  ``CONTRACT_ASSETS_OPENLINEAGE_SPEC`` names: a git worktree's ``<repo>/..`` is not the main
+  checkout's) and each facet against its own facet
   schema (official ones from the spec copy, contract-assets ones from
   ``orchestration/contract_runtime/facets``), resolving ``$ref`` through a ``referencing`` registry.
 * :func:`check_run_cycle` — the run-cycle rules of one DAG run.
@@ -36,7 +38,9 @@ from typing import Any
 import pytest
 
 REPO_ROOT: Path = Path(__file__).resolve().parents[2]
-SPEC_DIR: Path = REPO_ROOT.parent / "shared" / "openlineage-spec"
+SPEC_DIR: Path = Path(
+    os.environ.get("CONTRACT_ASSETS_OPENLINEAGE_SPEC") or REPO_ROOT.parent / "shared" / "openlineage-spec"
+)
 CUSTOM_FACETS_DIR: Path = REPO_ROOT / "orchestration" / "contract_runtime" / "facets"
 MANIFEST_PATH: Path = REPO_ROOT / "generated" / "manifest.json"
 CORE_SCHEMA_ID = "https://openlineage.io/spec/2-0-2/OpenLineage.json"
@@ -44,7 +48,8 @@ CORE_SCHEMA_ID = "https://openlineage.io/spec/2-0-2/OpenLineage.json"
 requires_spec = pytest.mark.skipif(
     not (SPEC_DIR / "OpenLineage.json").is_file(),
     reason=f"the OpenLineage spec copy is not at <repo>/../shared/openlineage-spec ({SPEC_DIR}); "
-    "spec validation needs it and it is never copied into the repository",
+    "spec validation needs it and it is never copied into the repository (CONTRACT_ASSETS_OPENLINEAGE_SPEC "
+    "names another folder)",
 )
 
 # Maps of facets in an event: (path to the owner, key of the facet map).

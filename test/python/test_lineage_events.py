@@ -488,6 +488,11 @@ def test_custom_facet_schemas_are_laid_out_like_the_official_ones() -> None:
             "RunFacet",
             F.ContractAssetsSkipRunFacet,
         ),
+        "ContractAssetsPartitionRunFacet.json": (
+            "contractAssets_partition",
+            "RunFacet",
+            F.ContractAssetsPartitionRunFacet,
+        ),
         "ContractAssetsFilesInputDatasetFacet.json": (
             "contractAssets_files",
             "InputDatasetFacet",

@@ -19,6 +19,17 @@ FAIL       final failure of any   none: nothing was published (the OTHER event a
 Every event carries the same job facets (``jobType``, ``ownership``, ``documentation``,
 ``contractAssets_processing``) and run facets (``contractAssets_provenance``, ``parent``); FAIL
 adds ``errorMessage``. Event times are ``now`` in UTC, ISO 8601 with offset.
+
+A run of a partitioned contract (``runtime.partitioning``, ADR 0028) also carries, on every event
+(START, OTHER, COMPLETE, FAIL, ABORT), the run facet ``contractAssets_partition`` (key, grain,
+column, UTC bounds: :func:`~contract_runtime.lineage.facets.partition_facet`), and the official
+``subset`` facet with a partition condition naming its key on the OTHER event's tested dataset
+(``inputFacets``) and on each COMPLETE output published to its target (``outputFacets``; a
+quarantined output is the run's own table, not a partition of the dataset, and gets none). The
+partition is read from the run (``run.partition_key``) and the manifest entry, like the stages
+read it; a run whose key is missing or not a key of the grain has no partition, so its FAIL
+event carries none and is still sent. A contract that is not partitioned gets neither facet:
+its events are what they were before partitions existed.
 """
 
 from __future__ import annotations
@@ -51,6 +62,7 @@ from contract_runtime.lineage.runid import (
     dag_run_id,
     provider_namespace,
 )
+from contract_runtime.partitions import Partition, PartitionKeyError, partition_of
 
 __all__ = [
     "assertions_event",
@@ -61,6 +73,7 @@ __all__ = [
     "job_name",
     "job_namespace",
     "resolve_git_commit",
+    "run_partition",
     "skip_event",
     "start_event",
 ]
@@ -100,6 +113,19 @@ def resolve_git_commit(run: object) -> tuple[str, str] | None:
     return None
 
 
+def run_partition(dag: Mapping[str, Any], run: object) -> Partition | None:
+    """The partition the run works on, or None: the contract is not partitioned, or the run has
+    no valid key (``run.partition_key`` missing, or not a key of the grain).
+
+    Never raises: a bad key fails the run in ``produce`` (:class:`PartitionKeyError`), and that
+    run's FAIL event must still be built, without a partition it does not have.
+    """
+    try:
+        return partition_of(dag, getattr(run, "partition_key", None))
+    except PartitionKeyError:
+        return None
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat()
 
@@ -130,6 +156,9 @@ def _run(
         ),
         "parent": F.parent_facet(provider_namespace(), str(dag["dag_id"]), dag_run_id(run)),
     }
+    partition = run_partition(dag, run)
+    if partition is not None:
+        run_facets["contractAssets_partition"] = F.partition_facet(partition)
     run_id = contract_run_id(run, str(dag["dag_id"]))
     run_facets.update(extra or {})
     return Run(runId=run_id, facets=run_facets)
@@ -183,9 +212,17 @@ def assertions_event(
         ``warehouse_namespace`` and ``warehouse_database`` into it so the identity matches the
         COMPLETE event's output (see :func:`~contract_runtime.lineage.identity.dataset_identity`).
     :param results: One result per evaluated rule (see :func:`~contract_runtime.lineage.facets.assertions_facet`).
+    :returns: The event; a partitioned run's tested dataset also has the ``subset`` input facet
+        naming the partition tested (:func:`~contract_runtime.lineage.facets.partition_subset_input_facet`).
     """
     lineage_namespace = str(manifest["lineage"]["namespace"])
     namespace, name = dataset_identity(lineage_namespace, dataset)
+    input_facets: dict[str, Any] = {
+        "dataQualityAssertions": F.assertions_facet(results, dataset.get("quality", []))
+    }
+    partition = run_partition(dag, run)
+    if partition is not None:
+        input_facets["subset"] = F.partition_subset_input_facet(partition)
     tested = InputDataset(
         namespace=namespace,
         name=name,
@@ -198,11 +235,7 @@ def assertions_event(
                 ]
             )
         },
-        inputFacets={
-            "dataQualityAssertions": F.assertions_facet(
-                results, dataset.get("quality", [])
-            )
-        },
+        inputFacets=input_facets,
     )
     return _event(
         RunState.OTHER, manifest, dag, run, inputs=[tested], event_time=event_time
@@ -223,6 +256,10 @@ def complete_event(
         quality_status, quarantined}`` and optionally ``warehouse_namespace`` /
         ``warehouse_database``. A quarantined output is identified by the ``table`` it went to and
         gets no Asset symlink: the Asset was not updated.
+    :returns: The event; in a partitioned run each output published to its target also has the
+        ``subset`` output facet naming the partition it replaced
+        (:func:`~contract_runtime.lineage.facets.partition_subset_output_facet`), a quarantined
+        one none (its table is the run's own, not a partition of the dataset).
     """
     lineage_namespace = str(manifest["lineage"]["namespace"])
     declared = {str(d["asset"]): d for d in dag.get("runtime", {}).get("datasets", [])}
@@ -231,6 +268,7 @@ def complete_event(
         for key in WAREHOUSE_KEYS
         if outputs and outputs[0].get(key)
     }
+    partition = run_partition(dag, run)
     output_datasets = []
     for output in outputs:
         entry = declared.get(str(output["asset"]), {})
@@ -257,12 +295,15 @@ def complete_event(
                     )
                 ]
             )
+        output_facets = _output_facets(output)
+        if partition is not None and not quarantined:
+            output_facets["subset"] = F.partition_subset_output_facet(partition)
         output_datasets.append(
             OutputDataset(
                 namespace=namespace,
                 name=name,
                 facets=dataset_facets,
-                outputFacets=_output_facets(output),
+                outputFacets=output_facets,
             )
         )
     assets = {str(a["name"]): a for a in manifest.get("assets", [])}

@@ -25,6 +25,7 @@ from openlineage.client.facet_v2 import (
     JobFacet,
     OutputDatasetFacet,
     RunFacet,
+    base_subset_dataset,
     data_quality_assertions_dataset,
     documentation_job,
     error_message_run,
@@ -38,6 +39,7 @@ from openlineage.client.facet_v2 import (
 )
 
 from contract_runtime import __version__
+from contract_runtime.partitions import Partition
 from contract_runtime.redact import mask_params, mask_text
 
 __all__ = [
@@ -46,6 +48,7 @@ __all__ = [
     "SCHEMA_BASE_URL",
     "ContractAssetsFilesInputDatasetFacet",
     "ContractAssetsFilesOutputDatasetFacet",
+    "ContractAssetsPartitionRunFacet",
     "ContractAssetsProcessingJobFacet",
     "ContractAssetsProvenanceRunFacet",
     "ContractAssetsShrinkRunFacet",
@@ -59,6 +62,9 @@ __all__ = [
     "output_statistics_facet",
     "ownership_facet",
     "parent_facet",
+    "partition_facet",
+    "partition_subset_input_facet",
+    "partition_subset_output_facet",
     "processing_facet",
     "provenance_facet",
     "schema_facet",
@@ -107,6 +113,21 @@ class ContractAssetsProvenanceRunFacet(RunFacet):
     @staticmethod
     def _get_schema() -> str:
         return _schema_url("ContractAssetsProvenance", "RunFacet")
+
+
+@attr.define
+class ContractAssetsPartitionRunFacet(RunFacet):
+    """The partition a run of a partitioned contract works on (schema in the repo; ADR 0028)."""
+
+    key: str
+    grain: str
+    column: str
+    start: str
+    end: str
+
+    @staticmethod
+    def _get_schema() -> str:
+        return _schema_url("ContractAssetsPartition", "RunFacet")
 
 
 @attr.define
@@ -309,6 +330,42 @@ def provenance_facet(
         step_params=mask_params(dict(producer.get("params") or {})),
         producer=PRODUCER,
     )
+
+
+def partition_facet(partition: Partition) -> ContractAssetsPartitionRunFacet:
+    """The ``contractAssets_partition`` run facet: ``{key, grain, column, start, end}`` of the
+    run's partition (:meth:`~contract_runtime.partitions.Partition.facet`), ``start`` and ``end``
+    ISO 8601 in UTC with offset, the half-open interval [start, end) of the key."""
+    values = partition.facet()
+    return ContractAssetsPartitionRunFacet(
+        key=values["key"],
+        grain=values["grain"],
+        column=values["column"],
+        start=values["start"],
+        end=values["end"],
+        producer=PRODUCER,
+    )
+
+
+def _partition_condition(partition: Partition) -> base_subset_dataset.PartitionSubsetCondition:
+    """The official ``subset`` facet's partition condition for one key: ``identifier`` the key,
+    ``dimensions`` ``{<partition column>: <key>}``, as the spec's own example names a date
+    partition (``{"business_date": "2024-10-15"}``)."""
+    return base_subset_dataset.PartitionSubsetCondition(
+        partitions=[base_subset_dataset.Partition(dimensions={partition.column: partition.key}, identifier=partition.key)]
+    )
+
+
+def partition_subset_input_facet(partition: Partition) -> base_subset_dataset.InputSubsetInputDatasetFacet:
+    """The official ``subset`` input facet (``BaseSubsetDatasetFacet.json``,
+    ``InputSubsetInputDatasetFacet``): the partition of the dataset the audit tested."""
+    return base_subset_dataset.InputSubsetInputDatasetFacet(inputCondition=_partition_condition(partition), producer=PRODUCER)
+
+
+def partition_subset_output_facet(partition: Partition) -> base_subset_dataset.OutputSubsetOutputDatasetFacet:
+    """The official ``subset`` output facet (``BaseSubsetDatasetFacet.json``,
+    ``OutputSubsetOutputDatasetFacet``): the partition of the dataset the run replaced."""
+    return base_subset_dataset.OutputSubsetOutputDatasetFacet(outputCondition=_partition_condition(partition), producer=PRODUCER)
 
 
 def _optional_text(value: object) -> str | None:

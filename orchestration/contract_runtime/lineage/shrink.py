@@ -19,10 +19,12 @@ facet                              steps, in order
 =================================  =========================================================
 
 Identity (job, run, dataset names), ``errorMessage.message``, provenance hashes and versions,
-``parent``, ``symlinks`` and statistics are never touched. Every step is recorded in a
-``contractAssets_shrink`` run facet (schema in the repo), so the event stays spec-valid and says
-it is incomplete. The cap applies to the serialised event minus :data:`HEADROOM` bytes, which
-leaves room for the facets the client itself adds when emitting (tags, environment variables).
+``parent``, ``symlinks``, statistics and a partitioned run's partition (``contractAssets_partition``
+and the datasets' ``subset``: a few hundred bytes that say which data the event is about) are never
+touched. Every step is recorded in a ``contractAssets_shrink`` run facet (schema in the repo), so
+the event stays spec-valid and says it is incomplete. The cap applies to the serialised event
+minus :data:`HEADROOM` bytes, which leaves room for the facets the client itself adds when
+emitting (tags, environment variables).
 """
 
 from __future__ import annotations
