@@ -425,6 +425,73 @@ def test_the_monitor_reports_a_partitioned_asset_in_its_entries_log_and_lineage(
         assert params["newest_partition_end"] == "2026-12-04T00:00:00+00:00"
 
 
+def test_the_operator_reads_every_inlet_events_partition_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``FreshnessMonitorOperator.execute`` on the compiled manifest of the golden case
+    ``partition-freshness-monitor``: the latest event of every inlet (newest first, limit 1) and,
+    for the hourly partitioned asset only, every event's ``partition_key`` (``AssetEventResult``
+    carries it in Airflow 3.2.2)."""
+    from airflow.sdk import Asset
+
+    from contract_runtime import freshness, warehouse
+    from contract_runtime.warehouse import DuckDBWarehouse
+
+    case = Path(__file__).resolve().parents[1] / "cases" / "partition-freshness-monitor" / "expected" / "generated"
+    manifest = json.loads((case / "manifest.json").read_text())
+    monitored = {a["name"]: a for a in manifest["freshness_monitor"]["assets"]}
+    assert monitored["web.events_hourly"]["partition_grain"] == "hour" and "partition_grain" not in monitored["web.events_daily"]
+    monkeypatch.setattr(warehouse, "open_warehouse", lambda conn_id: DuckDBWarehouse(tmp_path / "w.duckdb"))
+    monkeypatch.setattr(freshness, "_lineage_run", lambda context: None)
+    now = datetime.datetime.now(tz=UTC)
+    hour = now.replace(minute=0, second=0, microsecond=0)
+
+    def key(hours_back: int) -> str:
+        return (hour - datetime.timedelta(hours=hours_back)).strftime("%Y-%m-%dT%H")
+
+    event = type("AssetEventResult", (), {})
+
+    def made(timestamp: datetime.datetime, partition_key: str | None) -> Any:
+        e = event()
+        e.timestamp, e.partition_key = timestamp, partition_key
+        return e
+
+    stored = {
+        "web.events_hourly": [made(now - datetime.timedelta(minutes=50), key(1)), made(now - datetime.timedelta(minutes=40), key(4)),
+                              made(now - datetime.timedelta(minutes=30), key(2))],
+        "web.events_daily": [made(now - datetime.timedelta(hours=1), None)],
+    }
+    reads: list[tuple[str, bool, int | None]] = []
+
+    class Accessor:
+        def __init__(self, name: str) -> None:
+            self.name, self.newest_first, self.count = name, False, None
+
+        def ascending(self, ascending: bool = True) -> Accessor:
+            self.newest_first = not ascending
+            return self
+
+        def limit(self, count: int) -> Accessor:
+            self.count = count
+            return self
+
+        def __iter__(self) -> Any:
+            reads.append((self.name, self.newest_first, self.count))
+            rows = sorted(stored[self.name], key=lambda e: e.timestamp, reverse=self.newest_first)
+            return iter(rows if self.count is None else rows[: self.count])
+
+    inlets = [Asset(name=a["name"], uri=a["uri"]) for a in manifest["freshness_monitor"]["assets"]]
+    operator = freshness.FreshnessMonitorOperator(task_id="evaluate", manifest_path=str(case / "manifest.json"), inlets=inlets)
+    # a fresh accessor per read, as InletEventsAccessors.__getitem__ returns one
+    context = {"inlet_events": type("Events", (), {"__getitem__": lambda self, asset: Accessor(asset.name)})()}
+    entries = {e["asset"]: e for e in operator.execute(context)}  # type: ignore[arg-type]
+    hourly = entries["web.events_hourly"]
+    assert hourly["partitions"]["newest"] == key(1) and hourly["partitions"]["missing"] == [key(3)]
+    # the newest partition, the hour before the current one, ended at the top of this hour
+    assert hourly["age_seconds"] == pytest.approx((now - hour).total_seconds(), abs=2)
+    assert hourly["state"] == "fresh"
+    assert "partitions" not in entries["web.events_daily"] and entries["web.events_daily"]["state"] == "fresh"
+    assert sorted(reads) == [("web.events_daily", True, 1), ("web.events_hourly", False, None), ("web.events_hourly", True, 1)]
+
+
 # ---------------------------------------------------------------------- data time in the audit
 
 
