@@ -356,6 +356,41 @@ export class AirflowClient {
   }
 
   /**
+   * The `partition_key` of every Asset event of one asset (`GET /api/v2/assets/events?asset_id=…
+   * &order_by=id`, paged by `offset`, deduplicated by event id), null for an event without one.
+   * Airflow 3.2 writes a partitioned DAG run's key on the events its tasks' outlets make
+   * (`TaskInstance.register_asset_changes_in_db`), and the body's on a `POST
+   * /api/v2/assets/events`.
+   */
+  async assetEventPartitionKeys(assetId: number): Promise<(string | null)[]> {
+    await this.login();
+    const seen = new Map<number, string | null>();
+    let offset = 0;
+    const base = `/api/v2/assets/events?asset_id=${assetId}&order_by=id`;
+    for (let page = 0; page < MAX_PAGES; page++) {
+      const path = `${base}&limit=${this.pageSize}&offset=${offset}`;
+      const body = await this.request("GET", path, { authenticated: true });
+      if (!isObject(body) || !Array.isArray(body.asset_events) || typeof body.total_entries !== "number") {
+        throw new AirflowApiError(`GET ${this.baseUrl}${path}: not an asset event collection (asset_events[], total_entries)`, "protocol", `${this.baseUrl}${path}`);
+      }
+      let fresh = 0;
+      for (const event of body.asset_events) {
+        if (!isObject(event) || typeof event.id !== "number") {
+          throw new AirflowApiError(`GET ${this.baseUrl}${path}: an asset event without an id`, "protocol", `${this.baseUrl}${path}`);
+        }
+        if (!seen.has(event.id)) fresh++;
+        seen.set(event.id, typeof event.partition_key === "string" ? event.partition_key : null);
+      }
+      offset += body.asset_events.length;
+      if (body.asset_events.length === 0 || offset >= body.total_entries) return [...seen.values()];
+      if (fresh === 0) {
+        throw new AirflowApiError(`GET ${this.baseUrl}${path}: paging does not advance (the server ignores offset)`, "protocol", `${this.baseUrl}${path}`);
+      }
+    }
+    throw new AirflowApiError(`GET ${this.baseUrl}${base}: more than ${MAX_PAGES} pages`, "protocol", `${this.baseUrl}${base}`);
+  }
+
+  /**
    * Every run of a DAG (`GET /api/v2/dags/{dag_id}/dagRuns`, paged by `offset`, `order_by=id`):
    * its run_id, state and partition key (null for an unpartitioned run), deduplicated by run_id.
    */

@@ -693,7 +693,9 @@ const recordsByFile = perDiff((c) => {
  * both states), the freshness monitor's `dag_id`, schedule, notifier and warehouse connection (each
  * asset it watches in the current state, when both states have a monitor: one appears or goes with
  * the freshness policies, which FRESHNESS_CHANGED reports) and each watched asset's `published_by`
- * (an external asset's, not in its record; reported when its freshness and status stayed).
+ * (an external asset's, not in its record; reported when its freshness and status stayed). A
+ * watched asset's `partition_grain` is its record's `partitioning.grain`, which PARTITIONING_CHANGED
+ * reports.
  */
 function projectDifferences(c: DiffContext): Array<{ asset: string; difference: FieldDifference }> {
   const out: Array<{ asset: string; difference: FieldDifference }> = [];

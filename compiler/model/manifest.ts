@@ -204,6 +204,11 @@ export interface MonitoredAsset {
   max_age_seconds: number;
   degrade_after: string | null;
   degrade_after_seconds: number | null;
+  /**
+   * A partitioned asset's grain (its producer's `partitioning.grain`, issue 35): the monitor and
+   * `freshness` then measure the newest partition and the missing ones. Absent otherwise.
+   */
+  partition_grain?: Grain;
 }
 
 /** The generated freshness monitor DAG (DESIGN §5.5). */

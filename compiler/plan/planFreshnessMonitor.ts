@@ -9,10 +9,12 @@ export type { FreshnessMonitorPlan, MonitoredAsset } from "../model/manifest.js"
 /**
  * The monitor of every asset with a freshness policy that has events to watch: datasets of active
  * or deprecated contracts, and external assets someone publishes (`published_by`). Null when there
- * is none, so a project without freshness gets no monitor module.
+ * is none, so a project without freshness gets no monitor module. A dataset of a partitioned
+ * contract carries its grain (`partition_grain`), so freshness is measured by its partitions.
  */
 export function planFreshnessMonitor(project: LinkedProject): FreshnessMonitorPlan | null {
   const assets: MonitoredAsset[] = [];
+  const grainOf = new Map(project.contracts.flatMap((c) => (c.contract.partitioning ? [[c.contract.id, c.contract.partitioning.grain] as const] : [])));
   for (const a of project.assets.values()) {
     const policy = a.extra.freshness as { max_age: string; degrade_after?: string } | undefined;
     if (!policy) continue;
@@ -28,6 +30,8 @@ export function planFreshnessMonitor(project: LinkedProject): FreshnessMonitorPl
       max_age_seconds: parseDurationSeconds(policy.max_age) ?? 0,
       degrade_after: policy.degrade_after ?? null,
       degrade_after_seconds: policy.degrade_after !== undefined ? (parseDurationSeconds(policy.degrade_after) ?? null) : null,
+      // A dataset of a partitioned contract: every dataset of the contract is written per partition (ADR 0028).
+      ...(!a.external && a.producer && grainOf.has(a.producer) ? { partition_grain: grainOf.get(a.producer)! } : {}),
     });
   }
   if (assets.length === 0) return null;

@@ -16,6 +16,27 @@ state          when
                evaluation is ``fresh`` again
 =============  ==========================================================================
 
+**Partitioned assets** (issue 35; the manifest entry has ``partition_grain``). Each run of a
+partitioned DAG publishes one partition key, and Airflow records it on the Asset event
+(``AssetEvent.partition_key``: ``TaskInstance.register_asset_changes_in_db`` passes the run's
+``dag_run.partition_key`` to ``AssetManager.register_asset_change``, apache-airflow 3.2.2; an event
+posted with ``POST /api/v2/assets/events`` carries the body's ``partition_key``). For such an asset
+the monitor reads every event and takes
+
+* the **newest partition**: the published key whose partition starts last (key order, not event
+  order: re-running an old key does not make it newest);
+* its **age**: ``max(0, now - end of the newest partition's [start, end))``, how far the data lags
+  behind the clock. Not the event's age: a producer that keeps re-publishing the same key, or
+  publishes today's key for last week's data, would look fresh by its events while the data stops
+  moving. A partition still open (its end after ``now``) has age 0. The state is this age under the
+  same policy and table as above;
+* its **missing partitions**: the keys of the grain from the first published key to the newest
+  with no event. They are reported (count, and the oldest :data:`MISSING_PARTITIONS_LISTED`) and
+  never change the state: a gap is incompleteness, which ``contract-assets backfill`` repairs, not
+  lateness; a ``stale`` or ``degraded`` gap would also make ``require: passed`` consumers skip the
+  newest partition, which is there. Events without a key, or with a key that is not of the grain,
+  are counted as ``ignored_events`` and are not partitions.
+
 Alerts fire only on a **transition into** ``stale``, ``degraded`` or ``recovered`` (a state
 different from the stored one); a repeated state, ``unknown`` and ``fresh`` never alert.
 
@@ -34,7 +55,7 @@ from __future__ import annotations
 import datetime
 import importlib
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
@@ -46,11 +67,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ALERTING_STATES",
+    "MISSING_PARTITIONS_LISTED",
     "STATES",
     "FreshnessMonitorOperator",
     "classify",
     "evaluate_assets",
     "get_states",
+    "partition_freshness",
     "should_alert",
 ]
 
@@ -60,6 +83,8 @@ log = logging.getLogger(__name__)
 STATES: tuple[str, ...] = ("unknown", "fresh", "recovered", "stale", "degraded")
 #: States whose arrival sends an alert.
 ALERTING_STATES: frozenset[str] = frozenset({"stale", "degraded", "recovered"})
+#: How many missing partition keys an entry lists, oldest first (``missing_count`` is always whole).
+MISSING_PARTITIONS_LISTED: int = 20
 #: Where the states are kept, in the warehouse's state schema.
 FRESHNESS_TABLE_NAME: str = "freshness"
 
@@ -100,41 +125,98 @@ def _iso(value: datetime.datetime | None) -> str | None:
     return None if value is None else _aware(value).astimezone(datetime.UTC).isoformat()
 
 
+def partition_freshness(
+    grain: str, keys: Iterable[str | None], now: datetime.datetime
+) -> tuple[float | None, dict[str, Any]]:
+    """The partitions of one partitioned asset from the keys of its Asset events (the module's
+    "Partitioned assets"; ``freshnessReport.ts`` ``partitionFreshness`` is the same rule, and
+    ``test/fixtures/partition-freshness.json`` the vector both are tested with).
+
+    :param grain: The asset's grain (hour, day, week, month, quarter, year).
+    :param keys: The ``partition_key`` of every Asset event of the asset, any order, repeats and
+        None allowed.
+    :param now: The evaluation instant (timezone-aware).
+    :returns: ``(age_seconds, partitions)``: the seconds since the end of the newest partition
+        (0 while it is open; None when no event has a key of the grain), and ``{grain, first,
+        newest, newest_end (ISO 8601 UTC or None), published (distinct keys), missing (at most
+        MISSING_PARTITIONS_LISTED keys, oldest first), missing_count, ignored_events}``.
+    :raises KeyError: When ``grain`` is not a grain.
+    """
+    from contract_runtime.partitions import bounds, keys_between
+
+    published: dict[str, tuple[datetime.datetime, datetime.datetime]] = {}
+    ignored = 0
+    for key in keys:
+        found = None if key is None else bounds(grain, key)
+        if key is None or found is None:
+            ignored += 1
+            continue
+        published[key] = found
+    partitions: dict[str, Any] = {
+        "grain": grain, "first": None, "newest": None, "newest_end": None, "published": len(published),
+        "missing": [], "missing_count": 0, "ignored_events": ignored,
+    }
+    if not published:
+        return None, partitions
+    first = min(published, key=lambda k: published[k][0])
+    newest = max(published, key=lambda k: published[k][0])
+    end = published[newest][1]
+    missing = [k for k in keys_between(grain, first, newest) if k not in published]
+    partitions.update(
+        first=first, newest=newest, newest_end=_iso(end), missing=missing[:MISSING_PARTITIONS_LISTED], missing_count=len(missing)
+    )
+    return round(max(0.0, (now - end).total_seconds()), 3), partitions
+
+
 def evaluate_assets(
     assets: Sequence[Mapping[str, Any]],
     latest_event_at: Callable[[str], datetime.datetime | None],
     previous: Mapping[str, str],
     now: datetime.datetime,
+    partition_keys: Callable[[str], Iterable[str | None]] | None = None,
 ) -> list[dict[str, Any]]:
     """Evaluate every monitored asset once.
 
     :param assets: The manifest's ``freshness_monitor.assets`` (``name``, ``max_age``,
-        ``max_age_seconds``, ``degrade_after``, ``degrade_after_seconds``).
+        ``max_age_seconds``, ``degrade_after``, ``degrade_after_seconds``, and ``partition_grain``
+        for a partitioned asset).
     :param latest_event_at: Asset name -> timestamp of its latest Asset event, or None.
     :param previous: Asset name -> stored state.
     :param now: The evaluation instant (timezone-aware).
+    :param partition_keys: Asset name -> the ``partition_key`` of each of its Asset events; read
+        only for a partitioned asset.
     :returns: One entry per asset, in manifest order: ``{asset, state, previous_state,
         age_seconds (float or None), last_event_at (ISO 8601 UTC or None), max_age,
-        degrade_after}`` (durations as ISO 8601 text, as the contract wrote them).
+        degrade_after}`` (durations as ISO 8601 text, as the contract wrote them); a partitioned
+        asset's ``age_seconds`` is its newest partition's (:func:`partition_freshness`) and its
+        entry adds ``partitions``.
+    :raises ValueError: When an asset is partitioned and ``partition_keys`` is None.
     """
     results = []
     for asset in assets:
         name = str(asset["name"])
         last = latest_event_at(name)
         age = None if last is None else max(0.0, (now - _aware(last)).total_seconds())
+        grain = asset.get("partition_grain")
+        partitions: dict[str, Any] | None = None
+        if grain is not None:
+            if partition_keys is None:
+                raise ValueError(f"freshness monitor: {name!r} is partitioned by {grain} and no partition keys were read")
+            age, partitions = partition_freshness(str(grain), partition_keys(name), now)
         prior = previous.get(name)
         state = classify(age, float(asset["max_age_seconds"]), asset.get("degrade_after_seconds"), prior)
-        results.append(
-            {
-                "asset": name,
-                "state": state,
-                "previous_state": prior,
-                "age_seconds": None if age is None else round(age, 3),
-                "last_event_at": _iso(last),
-                "max_age": asset["max_age"],
-                "degrade_after": asset.get("degrade_after"),
-            }
-        )
+        entry: dict[str, Any] = {
+            "asset": name,
+            "state": state,
+            "previous_state": prior,
+            "age_seconds": None if age is None else round(age, 3),
+            "last_event_at": _iso(last),
+            "max_age": asset["max_age"],
+            "degrade_after": asset.get("degrade_after"),
+        }
+        if partitions is not None:
+            entry["partitions"] = partitions
+        results.append(entry)
     return results
 
 
@@ -248,6 +330,10 @@ class FreshnessMonitorOperator(BaseOperator):
             found = list(events[asset].ascending(False).limit(1))
             return found[0].timestamp if found else None
 
+        def keys(name: str) -> list[str | None]:
+            # every event: the execution API's GET /asset-events/by-asset has no limit unless asked
+            return [getattr(e, "partition_key", None) for e in events[by_name[name]]]
+
         return run_monitor(
             manifest,
             monitor,
@@ -255,6 +341,7 @@ class FreshnessMonitorOperator(BaseOperator):
             context,
             opener=open_warehouse,
             now=datetime.datetime.now(tz=datetime.UTC),
+            partition_keys=keys,
         )
 
 
@@ -266,11 +353,13 @@ def run_monitor(
     *,
     opener: Callable[[str | None], Warehouse],
     now: datetime.datetime,
+    partition_keys: Callable[[str], Iterable[str | None]] | None = None,
 ) -> list[dict[str, Any]]:
     """One monitor evaluation: states, alerts on transitions, persistence, lineage.
 
     :param monitor: The manifest's ``freshness_monitor`` section.
     :param latest_event_at: Asset name -> latest Asset event timestamp or None.
+    :param partition_keys: Asset name -> its events' partition keys (see :func:`evaluate_assets`).
     :param context: The Airflow task context (given to the notifier; ``ti`` etc. for lineage).
     :param opener: Opens the warehouse of ``monitor["warehouse_conn_id"]``.
     :returns: The evaluation entries (see :func:`evaluate_assets`).
@@ -287,19 +376,20 @@ def run_monitor(
         try:
             ensure_freshness_table(wh)
             previous = get_states(wh)
-            entries = evaluate_assets(monitor["assets"], latest_event_at, previous, now)
+            entries = evaluate_assets(monitor["assets"], latest_event_at, previous, now, partition_keys)
             notifier: Mapping[str, Any] | None = monitor.get("notifier")
             failures: list[str] = []
             stored: list[dict[str, Any]] = []
             for entry in entries:
                 log.info(
-                    "freshness %-9s %s (previous %s, age %s s, max_age %s, degrade_after %s)",
+                    "freshness %-9s %s (previous %s, age %s s, max_age %s, degrade_after %s)%s",
                     entry["state"],
                     entry["asset"],
                     entry["previous_state"],
                     entry["age_seconds"],
                     entry["max_age"],
                     entry["degrade_after"],
+                    _describe_partitions(entry.get("partitions")),
                 )
                 if should_alert(entry["previous_state"], entry["state"]):
                     if notifier is None:
@@ -329,6 +419,20 @@ def run_monitor(
     if run is not None:
         _emit_lineage("emit_freshness_end", manifest, monitor, run, entries, naming)
     return entries
+
+
+def _describe_partitions(partitions: Mapping[str, Any] | None) -> str:
+    """The log line's partition part: `` newest partition K (day, ended T), N missing: K1, K2``."""
+    if partitions is None:
+        return ""
+    if partitions["newest"] is None:
+        return f" no {partitions['grain']} partition published ({partitions['ignored_events']} events without one)"
+    text = f" newest partition {partitions['newest']} ({partitions['grain']}, ended {partitions['newest_end']})"
+    text += f", {partitions['missing_count']} missing"
+    if partitions["missing"]:
+        more = partitions["missing_count"] - len(partitions["missing"])
+        text += ": " + ", ".join(partitions["missing"]) + (f" and {more} more" if more else "")
+    return text
 
 
 def _lineage_naming(wh: Warehouse) -> dict[str, str]:

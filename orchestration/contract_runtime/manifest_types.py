@@ -244,6 +244,8 @@ class MonitoredAsset(TypedDict):
     max_age_seconds: float
     degrade_after: str | None
     degrade_after_seconds: float | None
+    #: A partitioned asset's grain (its producer's ``partitioning.grain``); absent otherwise.
+    partition_grain: NotRequired[str]
 
 
 class _MonitorCron(TypedDict):

@@ -18,7 +18,7 @@ from typing import Any
 
 from contract_runtime.errors import ProducerError
 
-__all__ = ["Partition", "PartitionKeyError", "bounds", "partition_of", "sql_literals"]
+__all__ = ["Partition", "PartitionKeyError", "bounds", "key_at", "keys_between", "partition_of", "sql_literals"]
 
 UTC = datetime.UTC
 
@@ -57,6 +57,17 @@ def _add_months(d: datetime.datetime, months: int) -> datetime.datetime:
     return d.replace(year=index // 12, month=index % 12 + 1)
 
 
+def _end_of(grain: str, start: datetime.datetime) -> datetime.datetime:
+    """The end of the partition of ``grain`` starting at ``start`` (the next one's start)."""
+    if grain == "hour":
+        return start + datetime.timedelta(hours=1)
+    if grain == "day":
+        return start + datetime.timedelta(days=1)
+    if grain == "week":
+        return start + datetime.timedelta(days=7)
+    return _add_months(start, {"month": 1, "quarter": 3, "year": 12}[grain])
+
+
 def bounds(grain: str, key: str) -> tuple[datetime.datetime, datetime.datetime] | None:
     """The UTC [start, end) of ``key`` for ``grain``, or None when it is not a key of that grain.
 
@@ -87,6 +98,40 @@ def bounds(grain: str, key: str) -> tuple[datetime.datetime, datetime.datetime] 
         return start, _add_months(start, 12)
     except ValueError:
         return None
+
+
+def key_at(grain: str, start: datetime.datetime) -> str:
+    """The key of the partition of ``grain`` that starts at ``start`` (a UTC period start, as
+    :func:`bounds` returns it), formatted as Airflow formats it (``partitionKey`` in
+    ``compiler/support/partitions.ts``).
+
+    :raises KeyError: When ``grain`` is not one of hour, day, week, month, quarter, year.
+    """
+    if grain == "week":
+        iso = start.isocalendar()
+        return f"{iso.year:04d}-W{iso.week:02d}"
+    if grain == "quarter":
+        return f"{start.year:04d}-Q{(start.month - 1) // 3 + 1}"
+    formats = {"hour": "%Y-%m-%dT%H", "day": "%Y-%m-%d", "month": "%Y-%m", "year": "%Y"}
+    return start.strftime(formats[grain])
+
+
+def keys_between(grain: str, first: str, last: str) -> list[str]:
+    """Every key of ``grain`` from ``first`` to ``last``, both included, in time order (empty when
+    ``last`` starts before ``first``).
+
+    :raises ValueError: When ``first`` or ``last`` is not a key of ``grain``.
+    """
+    found_first, found_last = bounds(grain, first), bounds(grain, last)
+    if found_first is None or found_last is None:
+        raise ValueError(f"keys_between: {first!r} and {last!r} must both be {grain} keys")
+    keys: list[str] = []
+    start = found_first[0]
+    while start <= found_last[0]:
+        key = key_at(grain, start)
+        keys.append(key)
+        start = _end_of(grain, start)
+    return keys
 
 
 def partition_of(dag: Mapping[str, Any], key: str | None) -> Partition | None:

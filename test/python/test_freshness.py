@@ -6,7 +6,10 @@ Three layers, each with real values:
 * ``run_monitor`` — the monitor task's body — against a real DuckDB warehouse (states persist in
   ``_ca_state.freshness`` between evaluations), a notifier that records its calls, and the
   openlineage-python file transport; events validate against the official OpenLineage schemas;
-* the audit's ``freshness`` metric on a real table (``now - max(column)``).
+* the audit's ``freshness`` metric on a real table (``now - max(column)``);
+* a partitioned asset (issue 35): its newest partition, the age since that partition's end and the
+  missing keys, from the shared vector ``test/fixtures/partition-freshness.json`` (the TypeScript
+  report is tested with the same one) and through ``run_monitor`` (state, log line, lineage).
 
 * on the session's live Airflow stack (``live_stack``, run last): a project of its own (a producer
   with a DeadlineAlert, a contract never run, an external asset fed through ``POST
@@ -291,6 +294,202 @@ def test_a_failing_monitor_run_ends_in_one_fail_and_a_retry_in_one_terminal_even
     fail = next(e for e in events if e["eventType"] == "FAIL")
     assert "notifier 'oncall'" in fail["run"]["facets"]["errorMessage"]["message"]
     assert len(fail["inputs"]) == 2
+
+
+# ---------------------------------------------------------------------- partitioned assets
+
+VECTOR = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "partition-freshness.json").read_text())
+
+#: A daily partitioned asset with a day's grace: fresh until its newest day ended 26 h ago.
+DAILY = {"name": "sales.daily", "uri": "x-datalake://curated/sales/daily", "max_age": "PT26H",
+         "max_age_seconds": 26 * 3600, "degrade_after": "P3D", "degrade_after_seconds": 3 * 86400,
+         "producer": "sales.daily", "published_by": None, "partition_grain": "day"}
+
+
+def _instant(text: str) -> datetime.datetime:
+    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+@pytest.mark.parametrize("case", VECTOR["cases"], ids=[c["name"] for c in VECTOR["cases"]])
+def test_partition_freshness_follows_the_shared_vector(case: dict[str, Any]) -> None:
+    from contract_runtime.freshness import partition_freshness
+
+    age, partitions = partition_freshness(case["grain"], case["keys"], _instant(case["now"]))
+    assert age == case["age_seconds"]
+    expected = dict(case["partitions"])
+    got = dict(partitions)
+    if expected["newest_end"] is not None:
+        assert _instant(got.pop("newest_end")) == _instant(expected.pop("newest_end"))
+    assert got == expected
+
+
+def test_a_partitioned_asset_is_classified_by_its_newest_partition_and_gaps_keep_the_state() -> None:
+    from contract_runtime.freshness import evaluate_assets
+
+    now = datetime.datetime(2026, 12, 7, 6, 0, tzinfo=UTC)
+    # the newest day, 12-06, ended 6 h ago: fresh, though 12-04 is missing; an old key re-run a
+    # minute ago is the latest event and changes neither the newest partition nor its age
+    keys = {"sales.daily": ["2026-12-02", "2026-12-03", "2026-12-05", "2026-12-06", "2026-12-02"]}
+    latest = {"sales.daily": now - datetime.timedelta(minutes=1), "sales.orders": now - datetime.timedelta(seconds=5)}
+    (daily, orders) = evaluate_assets([DAILY, ORDERS], latest.__getitem__, {}, now, keys.__getitem__)
+    assert daily == {
+        "asset": "sales.daily", "state": "fresh", "previous_state": None, "age_seconds": 21600.0,
+        "last_event_at": "2026-12-07T05:59:00+00:00", "max_age": "PT26H", "degrade_after": "P3D",
+        "partitions": {"grain": "day", "first": "2026-12-02", "newest": "2026-12-06",
+                       "newest_end": "2026-12-07T00:00:00+00:00", "published": 4, "missing": ["2026-12-04"],
+                       "missing_count": 1, "ignored_events": 0},
+    }
+    # an unpartitioned asset's entry is as before, without partitions
+    assert orders["age_seconds"] == 5.0 and "partitions" not in orders
+    # a day later nothing new: the newest partition ended 30 h ago, stale; 4 days later degraded
+    later = evaluate_assets([DAILY], latest.__getitem__, {}, now + datetime.timedelta(days=1), keys.__getitem__)
+    assert (later[0]["state"], later[0]["age_seconds"]) == ("stale", 30 * 3600.0)
+    assert evaluate_assets([DAILY], latest.__getitem__, {}, now + datetime.timedelta(days=3), keys.__getitem__)[0]["state"] == "degraded"
+    # re-publishing the newest key does not make it fresher (the age is the data's, not the event's)
+    keys["sales.daily"].append("2026-12-06")
+    assert evaluate_assets([DAILY], latest.__getitem__, {}, now + datetime.timedelta(days=1), keys.__getitem__)[0]["state"] == "stale"
+    with pytest.raises(ValueError, match=r"'sales.daily' is partitioned by day and no partition keys were read"):
+        evaluate_assets([DAILY], latest.__getitem__, {}, now)
+
+
+def test_keys_between_agree_with_the_compiler() -> None:
+    """The Python enumeration of keys is the compiler's ``keysInRange`` over the same span."""
+    import shutil
+    import subprocess
+
+    from contract_runtime.partitions import bounds, keys_between
+
+    spans = [("hour", "2026-12-31T22", "2027-01-01T02"), ("day", "2024-02-27", "2024-03-02"),
+             ("week", "2026-W51", "2027-W02"), ("month", "2025-11", "2026-02"),
+             ("quarter", "2025-Q3", "2026-Q2"), ("year", "2023", "2026")]
+    node = shutil.which("node") or "node"
+    script = (
+        "const m = await import(process.argv[1]); const spans = JSON.parse(process.argv[2]);"
+        "console.log(JSON.stringify(spans.map(([g, a, b]) => m.keysInRange(g, m.partitionBounds(g, a).start, m.partitionBounds(g, b).end))));"
+    )
+    module = Path(__file__).resolve().parents[2] / "dist" / "compiler" / "support" / "partitions.js"
+    compiler = json.loads(subprocess.run([node, "--input-type=module", "-e", script, module.as_uri(), json.dumps(spans)],
+                                         capture_output=True, text=True, check=True).stdout)
+    ours = [keys_between(g, a, b) for g, a, b in spans]
+    assert ours == compiler
+    assert ours[2] == ["2026-W51", "2026-W52", "2026-W53", "2027-W01", "2027-W02"]
+    assert ours[1] == ["2024-02-27", "2024-02-28", "2024-02-29", "2024-03-01", "2024-03-02"]
+    assert keys_between("day", "2026-12-02", "2026-12-01") == []
+    with pytest.raises(ValueError, match=r"must both be week keys"):
+        keys_between("week", "2026-W50", "2026-12")
+    assert bounds("week", "2026-W53") is not None
+
+
+def test_the_monitor_reports_a_partitioned_asset_in_its_entries_log_and_lineage(
+    monitor_env: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    from contract_runtime.freshness import run_monitor
+
+    monitor_env["monitor"]["assets"] = [DAILY]
+    now = datetime.datetime(2026, 12, 8, 7, 0, tzinfo=UTC)
+    keys = [f"2026-11-{d:02d}" for d in range(1, 31) if d not in (3, 4)] + ["2026-12-01", "2026-12-03", None]
+    run = kit.make_run("contract_assets_freshness_monitor", "evaluate")
+    context = {"ti": type("TI", (), {"dag_id": run.dag_id, "run_id": run.run_id, "task_id": "evaluate",
+                                     "try_number": 1, "max_tries": 1, "map_index": -1})(),
+               "dag_run": type("DR", (), {"run_after": now, "logical_date": now, "clear_number": 0, "run_id": run.run_id})(),
+               "task": type("T", (), {"retries": 1})()}
+    with caplog.at_level("INFO", logger="contract_runtime.freshness"):
+        (entry,) = run_monitor(monitor_env["manifest"], monitor_env["monitor"], {"sales.daily": now}.__getitem__, context,
+                               opener=monitor_env["opener"], now=now, partition_keys={"sales.daily": keys}.__getitem__)
+    # newest 2026-12-03 ended 2026-12-04T00:00Z, 4 days 7 h ago: past degrade_after (3 days)
+    assert (entry["state"], entry["age_seconds"]) == ("degraded", (4 * 86400 + 7 * 3600) * 1.0)
+    assert entry["partitions"] == {"grain": "day", "first": "2026-11-01", "newest": "2026-12-03",
+                                   "newest_end": "2026-12-04T00:00:00+00:00", "published": 30,
+                                   "missing": ["2026-11-03", "2026-11-04", "2026-12-02"], "missing_count": 3,
+                                   "ignored_events": 1}
+    line = next(r.getMessage() for r in caplog.records if "sales.daily" in r.getMessage())
+    assert line.endswith("newest partition 2026-12-03 (day, ended 2026-12-04T00:00:00+00:00), "
+                         "3 missing: 2026-11-03, 2026-11-04, 2026-12-02"), line
+    # the alert's context carries the partitions too
+    assert RECORDED[-1]["partitions"]["missing_count"] == 3
+    events = kit.read_events(monitor_env["events"])
+    assert [e["eventType"] for e in events] == ["START", "COMPLETE"]
+    if (kit.SPEC_DIR / "OpenLineage.json").is_file():
+        for event in events:
+            kit.validate_event(event)
+    (dataset,) = events[-1]["inputs"]
+    freshness, missing = dataset["inputFacets"]["dataQualityAssertions"]["assertions"]
+    assert (freshness["assertion"], freshness["success"], freshness["actual"]) == ("freshness", False, "370800.0")
+    assert (missing["assertion"], missing["name"], missing["success"], missing["expected"], missing["actual"]) == (
+        "missingPartitions", "missing_partitions", False, "0", "3")
+    for assertion in (freshness, missing):
+        params = assertion["params"]
+        assert (params["partition_grain"], params["first_partition"], params["newest_partition"]) == ("day", "2026-11-01", "2026-12-03")
+        assert params["missing_partitions"] == ["2026-11-03", "2026-11-04", "2026-12-02"]
+        assert (params["missing_partitions_count"], params["published_partitions"]) == (3, 30)
+        assert params["newest_partition_end"] == "2026-12-04T00:00:00+00:00"
+
+
+def test_the_operator_reads_every_inlet_events_partition_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``FreshnessMonitorOperator.execute`` on the compiled manifest of the golden case
+    ``partition-freshness-monitor``: the latest event of every inlet (newest first, limit 1) and,
+    for the hourly partitioned asset only, every event's ``partition_key`` (``AssetEventResult``
+    carries it in Airflow 3.2.2)."""
+    from airflow.sdk import Asset
+
+    from contract_runtime import freshness, warehouse
+    from contract_runtime.warehouse import DuckDBWarehouse
+
+    case = Path(__file__).resolve().parents[1] / "cases" / "partition-freshness-monitor" / "expected" / "generated"
+    manifest = json.loads((case / "manifest.json").read_text())
+    monitored = {a["name"]: a for a in manifest["freshness_monitor"]["assets"]}
+    assert monitored["web.events_hourly"]["partition_grain"] == "hour" and "partition_grain" not in monitored["web.events_daily"]
+    monkeypatch.setattr(warehouse, "open_warehouse", lambda conn_id: DuckDBWarehouse(tmp_path / "w.duckdb"))
+    monkeypatch.setattr(freshness, "_lineage_run", lambda context: None)
+    now = datetime.datetime.now(tz=UTC)
+    hour = now.replace(minute=0, second=0, microsecond=0)
+
+    def key(hours_back: int) -> str:
+        return (hour - datetime.timedelta(hours=hours_back)).strftime("%Y-%m-%dT%H")
+
+    event = type("AssetEventResult", (), {})
+
+    def made(timestamp: datetime.datetime, partition_key: str | None) -> Any:
+        e = event()
+        e.timestamp, e.partition_key = timestamp, partition_key
+        return e
+
+    stored = {
+        "web.events_hourly": [made(now - datetime.timedelta(minutes=50), key(1)), made(now - datetime.timedelta(minutes=40), key(4)),
+                              made(now - datetime.timedelta(minutes=30), key(2))],
+        "web.events_daily": [made(now - datetime.timedelta(hours=1), None)],
+    }
+    reads: list[tuple[str, bool, int | None]] = []
+
+    class Accessor:
+        def __init__(self, name: str) -> None:
+            self.name, self.newest_first, self.count = name, False, None
+
+        def ascending(self, ascending: bool = True) -> Accessor:
+            self.newest_first = not ascending
+            return self
+
+        def limit(self, count: int) -> Accessor:
+            self.count = count
+            return self
+
+        def __iter__(self) -> Any:
+            reads.append((self.name, self.newest_first, self.count))
+            rows = sorted(stored[self.name], key=lambda e: e.timestamp, reverse=self.newest_first)
+            return iter(rows if self.count is None else rows[: self.count])
+
+    inlets = [Asset(name=a["name"], uri=a["uri"]) for a in manifest["freshness_monitor"]["assets"]]
+    operator = freshness.FreshnessMonitorOperator(task_id="evaluate", manifest_path=str(case / "manifest.json"), inlets=inlets)
+    # a fresh accessor per read, as InletEventsAccessors.__getitem__ returns one
+    context = {"inlet_events": type("Events", (), {"__getitem__": lambda self, asset: Accessor(asset.name)})()}
+    entries = {e["asset"]: e for e in operator.execute(context)}  # type: ignore[arg-type]
+    hourly = entries["web.events_hourly"]
+    assert hourly["partitions"]["newest"] == key(1) and hourly["partitions"]["missing"] == [key(3)]
+    # the newest partition, the hour before the current one, ended at the top of this hour
+    assert hourly["age_seconds"] == pytest.approx((now - hour).total_seconds(), abs=2)
+    assert hourly["state"] == "fresh"
+    assert "partitions" not in entries["web.events_daily"] and entries["web.events_daily"]["state"] == "fresh"
+    assert sorted(reads) == [("web.events_daily", True, 1), ("web.events_hourly", False, None), ("web.events_hourly", True, 1)]
 
 
 # ---------------------------------------------------------------------- data time in the audit

@@ -5,6 +5,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { AirflowApiError, AirflowClient, normaliseBaseUrl } from "../../compiler/airflow/airflowClient.js";
+import { runFreshnessCommand } from "../../compiler/report/freshnessCommand.js";
 import { runStaleCommand } from "../../compiler/report/staleCommand.js";
 
 /**
@@ -188,6 +189,80 @@ describe("AirflowClient", () => {
       req.url === "/api/v2/version" ? json(res, 200, { version: "3.2.2" }) : json(res, 200, { assets: [apiAsset(1, "a")], total_entries: 3 }),
     );
     await expect(new AirflowClient({ baseUrl: stuck.url }).assetState()).rejects.toThrow(/paging does not advance/);
+  });
+});
+
+/** Asset events of asset 1 as `GET /api/v2/assets/events` serves them, limit capped at 2. */
+function fakeEvents(events: { id: number; timestamp: string; partition_key: string | null }[]): Handler {
+  const assets = fakeAirflow([apiAsset(1, "a")], new Set([1]));
+  return (req, res) => {
+    const u = new URL(req.url, "http://x");
+    if (u.pathname !== "/api/v2/assets/events") return assets(req, res);
+    const rows = events
+      .filter(() => u.searchParams.get("asset_id") === "1")
+      .map((e) => ({ ...e, asset_id: 1, extra: {}, source_dag_id: "a", source_task_id: "publish", source_run_id: `r${e.id}`, source_map_index: -1, created_dagruns: [] }))
+      .sort((x, y) => (u.searchParams.get("order_by") === "-timestamp" ? (y.timestamp < x.timestamp ? -1 : 1) : x.id - y.id));
+    const limit = Math.min(Number(u.searchParams.get("limit") ?? 50), 2);
+    const offset = Number(u.searchParams.get("offset") ?? 0);
+    return json(res, 200, { asset_events: rows.slice(offset, offset + limit), total_entries: rows.length });
+  };
+}
+
+const EVENTS = [
+  { id: 1, timestamp: "2026-12-02T01:00:00Z", partition_key: "2026-12-01" },
+  { id: 2, timestamp: "2026-12-03T01:00:00Z", partition_key: "2026-12-02" },
+  { id: 3, timestamp: "2026-12-05T01:00:00Z", partition_key: "2026-12-04" },
+  { id: 4, timestamp: "2026-12-05T02:00:00Z", partition_key: null },
+  { id: 5, timestamp: "2026-12-06T01:00:00Z", partition_key: "2026-12-01" },
+];
+
+describe("AirflowClient.assetEventPartitionKeys", () => {
+  it("reads the partition key of every event of an asset, page by page under a capped limit", async () => {
+    const { url, seen } = await serve(fakeEvents(EVENTS));
+    const keys = await new AirflowClient({ baseUrl: url, pageSize: 100 }).assetEventPartitionKeys(1);
+    expect(keys).toEqual(["2026-12-01", "2026-12-02", "2026-12-04", null, "2026-12-01"]);
+    expect(seen.map((s) => new URL(s.url, "http://x").searchParams.get("offset"))).toEqual(["0", "2", "4"]);
+    expect(seen.every((s) => s.url.startsWith("/api/v2/assets/events?asset_id=1&order_by=id&"))).toBe(true);
+  });
+
+  it("refuses an answer that is not an event collection", async () => {
+    const { url } = await serve((req, res) => json(res, 200, { asset_events: [{ timestamp: "x" }], total_entries: 1 }));
+    await expect(new AirflowClient({ baseUrl: url }).assetEventPartitionKeys(1)).rejects.toThrow(/an asset event without an id/);
+  });
+});
+
+describe("runFreshnessCommand", () => {
+  it("reports a partitioned asset's newest partition, its age and the missing keys from the REST API", async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), "ca-freshness-"));
+    roots.push(root);
+    fs.mkdirSync(path.join(root, "generated"));
+    const monitored = { name: "a", uri: "x-lake://a", producer: "a", published_by: null, max_age: "P1D", max_age_seconds: 86400, degrade_after: null, degrade_after_seconds: null, partition_grain: "day" };
+    const manifest = {
+      manifestVersion: 2,
+      compiler: { name: "contract-assets", version: "0.0.0" },
+      lineage: { namespace: "test" },
+      assets: [],
+      edges: [],
+      dags: [],
+      freshness_monitor: { dag_id: "contract_assets_freshness_monitor", schedule: { cron: { expression: "*/15 * * * *", timezone: "UTC" } }, notifier: null, warehouse_conn_id: null, assets: [monitored] },
+    };
+    fs.writeFileSync(path.join(root, "generated", "manifest.json"), JSON.stringify(manifest));
+    const { url } = await serve(fakeEvents(EVENTS));
+    let stdout = "";
+    let stderr = "";
+    const now = () => new Date("2026-12-06T12:00:00Z");
+    const code = await runFreshnessCommand({ root, airflowUrl: url, format: "json", env: {}, stdout: (t) => (stdout += t), stderr: (t) => (stderr += t), timeoutMs: 2000, now });
+    expect(stderr).toBe("");
+    // newest 2026-12-04 ended 2026-12-05T00:00Z, 36 h ago: stale against one day
+    expect(code).toBe(1);
+    const report = JSON.parse(stdout) as { assets: Record<string, unknown>[] };
+    expect(report.assets[0]).toMatchObject({
+      asset: "a",
+      state: "stale",
+      age_seconds: 36 * 3600,
+      last_event_at: "2026-12-06T01:00:00.000Z",
+      partitions: { grain: "day", first: "2026-12-01", newest: "2026-12-04", newest_end: "2026-12-05T00:00:00.000Z", published: 3, missing: ["2026-12-03"], missing_count: 1, ignored_events: 1 },
+    });
   });
 });
 

@@ -1,9 +1,11 @@
+import fs from "node:fs";
 import { describe, expect, it } from "vitest";
 import type { AirflowAsset } from "../../compiler/airflow/airflowClient.js";
 import type { Manifest } from "../../compiler/manifest/buildManifest.js";
 import { maxCronGapSeconds, zoneOffset, zoneOffsetFromIntl } from "../../compiler/support/cron.js";
 import { formatDurationSeconds } from "../../compiler/support/duration.js";
-import { buildFreshnessReport, formatFreshnessText, freshnessExitCode, freshnessState } from "../../compiler/report/freshnessReport.js";
+import { buildFreshnessReport, formatFreshnessJson, formatFreshnessText, freshnessExitCode, freshnessState, partitionFreshness, type LatestEvent, type PartitionFreshness } from "../../compiler/report/freshnessReport.js";
+import type { Grain } from "../../compiler/support/partitions.js";
 
 /** The point-in-time freshness states (the `freshness` command) and the cron gap behind CA4503. */
 
@@ -55,6 +57,88 @@ describe("freshness report", () => {
     expect(text).toContain("a.unparsed  not in Airflow yet");
     const onlyFresh = buildFreshnessReport({ freshness_monitor: { assets: [policy("a.fresh", 60, 120)] } } as unknown as Manifest, assets, latest, { url: "u", version: "v", now });
     expect(freshnessExitCode(onlyFresh)).toBe(0);
+  });
+});
+
+/** The shared vector of the partition rule; `contract_runtime.freshness.partition_freshness` is tested with it too. */
+const vector = JSON.parse(fs.readFileSync(new URL("../fixtures/partition-freshness.json", import.meta.url), "utf8")) as {
+  cases: { name: string; grain: Grain; keys: (string | null)[]; now: string; age_seconds: number | null; partitions: PartitionFreshness }[];
+};
+
+describe("partitioned freshness", () => {
+  it.each(vector.cases.map((c) => [c.name, c] as const))("follows the shared vector: %s", (_name, c) => {
+    const { age_seconds, partitions } = partitionFreshness(c.grain, c.keys, new Date(c.now));
+    expect(age_seconds).toBe(c.age_seconds);
+    const { newest_end, ...rest } = partitions;
+    const { newest_end: expectedEnd, ...expectedRest } = c.partitions;
+    expect(rest).toEqual(expectedRest);
+    expect(newest_end === null ? null : Date.parse(newest_end)).toBe(expectedEnd === null ? null : Date.parse(expectedEnd));
+  });
+
+  it("reports a partitioned asset by its newest partition, names the missing ones, and keeps the state of the age", () => {
+    const now = new Date("2026-12-07T06:00:00Z");
+    const daily = { ...policy("s.daily", 26 * 3600, 3 * 86400), partition_grain: "day" as const };
+    const late = { ...policy("s.late", 26 * 3600, null), partition_grain: "day" as const };
+    const keyless = { ...policy("s.keyless", 60, null), partition_grain: "week" as const };
+    const manifest = { freshness_monitor: { assets: [daily, late, keyless, policy("s.plain", 60, null)] } } as unknown as Manifest;
+    const assets = [airflowAsset(1, "s.daily"), airflowAsset(2, "s.late"), airflowAsset(3, "s.keyless"), airflowAsset(4, "s.plain")];
+    // the latest event of s.daily re-ran an old key a minute ago: it is neither the newest partition nor its age
+    const event = (t: string) => ({ timestamp: t, sourceDagId: "s.dag", fromRestApi: false });
+    const latest = new Map<number, LatestEvent>([
+      [1, event("2026-12-07T05:59:00Z")],
+      [2, event("2026-12-07T05:00:00Z")],
+      [3, { timestamp: "2026-12-06T00:00:00Z", sourceDagId: null, fromRestApi: true }],
+      [4, event("2026-12-07T05:59:00Z")],
+    ]);
+    const days = (from: number, to: number, skip: number[] = []) =>
+      Array.from({ length: to - from + 1 }, (_, i) => from + i)
+        .filter((d) => !skip.includes(d))
+        .map((d) => `2026-11-${String(d).padStart(2, "0")}`);
+    const keys = new Map<number, (string | null)[]>([
+      [1, ["2026-12-02", "2026-12-03", "2026-12-05", "2026-12-06", "2026-12-02"]],
+      [2, [...days(1, 30, [2, 3, 4, 5, 6, 7, 8]), "2026-12-04", null]],
+      [3, [null, "2026-12-01"]],
+    ]);
+    const report = buildFreshnessReport(manifest, assets, latest, { url: "http://127.0.0.1:1", version: "3.2.2", now }, keys);
+    const byName = new Map(report.assets.map((a) => [a.asset, a]));
+    expect(byName.get("s.daily")).toEqual({
+      asset: "s.daily",
+      state: "fresh",
+      age_seconds: 21600,
+      last_event_at: "2026-12-07T05:59:00.000Z",
+      max_age: "PT93600S",
+      degrade_after: "PT259200S",
+      last_event_source: "s.dag",
+      in_airflow: true,
+      partitions: { grain: "day", first: "2026-12-02", newest: "2026-12-06", newest_end: "2026-12-07T00:00:00.000Z", published: 4, missing: ["2026-12-04"], missing_count: 1, ignored_events: 0 },
+    });
+    // newest 2026-12-04 ended 2026-12-05T00:00Z, 54 h ago: stale (no degrade_after), with 7 + 3 missing days
+    const lateEntry = byName.get("s.late")!;
+    expect([lateEntry.state, lateEntry.age_seconds, lateEntry.partitions?.missing_count, lateEntry.partitions?.ignored_events]).toEqual(["stale", 54 * 3600, 10, 1]);
+    expect(lateEntry.partitions?.missing).toEqual([...days(2, 8), "2026-12-01", "2026-12-02", "2026-12-03"]);
+    // events, but none with a week key: unknown, not stale
+    expect([byName.get("s.keyless")!.state, byName.get("s.keyless")!.age_seconds, byName.get("s.keyless")!.partitions?.ignored_events]).toEqual(["unknown", null, 2]);
+    expect(byName.get("s.plain")!.partitions).toBeUndefined();
+    expect(report.summary).toEqual({ unknown: 1, fresh: 2, stale: 1, degraded: 0 });
+    // gaps alone do not fail the command; the stale one does
+    expect(freshnessExitCode(report)).toBe(1);
+
+    const lines = formatFreshnessText(report).split("\n");
+    expect(lines[0]).toBe(
+      "stale     s.late     newest partition 2026-12-04 (day, ended 2026-12-05T00:00:00.000Z), age P2DT6H, 10 missing: 2026-11-02, 2026-11-03, 2026-11-04, 2026-11-05, 2026-11-06 and 5 more, last event 2026-12-07T05:00:00.000Z by s.dag (max_age PT93600S)",
+    );
+    expect(lines).toContain(
+      "fresh     s.daily    newest partition 2026-12-06 (day, ended 2026-12-07T00:00:00.000Z), age PT6H, 1 missing: 2026-12-04, last event 2026-12-07T05:59:00.000Z by s.dag (max_age PT93600S, degrade_after PT259200S)",
+    );
+    expect(lines).toContain("unknown   s.keyless  no week partition published, last event 2026-12-06T00:00:00.000Z by rest_api (max_age PT60S)");
+    expect(lines.at(-2)).toBe("4 assets with a freshness policy in http://127.0.0.1:1 (Airflow 3.2.2): 0 degraded, 1 stale, 1 unknown, 2 fresh; 2 with missing partitions");
+    const json = JSON.parse(formatFreshnessJson(report)) as { assets: { asset: string; partitions?: PartitionFreshness }[] };
+    expect(json.assets.find((a) => a.asset === "s.late")!.partitions!.newest).toBe("2026-12-04");
+    expect(json.assets.find((a) => a.asset === "s.plain")!.partitions).toBeUndefined();
+
+    // without the key listing (an older caller), a partitioned asset has no partition published
+    const none = buildFreshnessReport(manifest, assets, latest, { url: "u", version: "v", now });
+    expect(none.assets.find((a) => a.asset === "s.daily")!.state).toBe("unknown");
   });
 });
 

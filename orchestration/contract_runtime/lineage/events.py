@@ -428,7 +428,23 @@ def _freshness_input(
         "actual": entry.get("age_seconds"),
         "success": state in ("fresh", "recovered"),
     }
-    facet = F.assertions_facet([assertion], [])
+    results = [assertion]
+    partitions = entry.get("partitions")
+    if partitions is not None:
+        # a partitioned asset's gaps as an assertion of their own: they never change the state
+        results.append(
+            {
+                "name": "missing_partitions",
+                "metric": "missingPartitions",
+                "column": None,
+                "severity": "warning",
+                "operator": "mustBe",
+                "expected": 0,
+                "actual": partitions["missing_count"],
+                "success": partitions["missing_count"] == 0,
+            }
+        )
+    facet = F.assertions_facet(results, [])
     for a in facet.assertions:
         a.params = {
             **(a.params or {}),
@@ -438,6 +454,18 @@ def _freshness_input(
             "degrade_after": policy.get("degrade_after"),
             "last_event_at": entry.get("last_event_at"),
         }
+        if partitions is not None:
+            a.params.update(
+                {
+                    "partition_grain": partitions["grain"],
+                    "first_partition": partitions["first"],
+                    "newest_partition": partitions["newest"],
+                    "newest_partition_end": partitions["newest_end"],
+                    "published_partitions": partitions["published"],
+                    "missing_partitions": list(partitions["missing"]),
+                    "missing_partitions_count": partitions["missing_count"],
+                }
+            )
     return InputDataset(
         namespace=namespace,
         name=name,
@@ -518,6 +546,11 @@ def freshness_end_event(
     ``success`` when the state is ``fresh`` or ``recovered``, ``expected`` the policy (``<=
     max_age``), ``actual`` the age in seconds (None when never published), ``severity`` ``error``
     once degraded, else ``warning``. A stale asset is a failed assertion of a run that completed.
+    A partitioned asset's ``actual`` is its newest partition's age, and it has a second assertion,
+    ``missing_partitions`` (``mustBe`` 0, ``actual`` the count of missing keys, ``warning``); both
+    carry the partitions in ``params`` (``partition_grain``, ``first_partition``,
+    ``newest_partition``, ``newest_partition_end``, ``published_partitions``,
+    ``missing_partitions`` (the listed keys), ``missing_partitions_count``).
 
     :param entries: The results of :func:`contract_runtime.freshness.evaluate_assets` (none when
         the run failed before evaluating).
