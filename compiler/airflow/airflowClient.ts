@@ -357,7 +357,8 @@ export class AirflowClient {
 
   /**
    * The `partition_key` of every Asset event of one asset (`GET /api/v2/assets/events?asset_id=…
-   * &order_by=id`, paged by `offset`, deduplicated by event id), null for an event without one.
+   * &order_by=timestamp`, paged by `offset`, deduplicated by event id; 3.2 refuses `order_by=id`
+   * there), null for an event without one.
    * Airflow 3.2 writes a partitioned DAG run's key on the events its tasks' outlets make
    * (`TaskInstance.register_asset_changes_in_db`), and the body's on a `POST
    * /api/v2/assets/events`.
@@ -366,7 +367,7 @@ export class AirflowClient {
     await this.login();
     const seen = new Map<number, string | null>();
     let offset = 0;
-    const base = `/api/v2/assets/events?asset_id=${assetId}&order_by=id`;
+    const base = `/api/v2/assets/events?asset_id=${assetId}&order_by=timestamp`;
     for (let page = 0; page < MAX_PAGES; page++) {
       const path = `${base}&limit=${this.pageSize}&offset=${offset}`;
       const body = await this.request("GET", path, { authenticated: true });

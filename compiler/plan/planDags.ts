@@ -221,7 +221,7 @@ export function partitioningPlan(p: { column: string; grain: Grain }): Partition
 function partitionSchedule(c: LinkedContract, triggering: readonly string[], grainOf: ReadonlyMap<string, Grain>): { partition?: PartitionSchedulePlan } {
   const p = c.contract.partitioning;
   if (!p || c.contract.trigger === "manual") return {};
-  if (c.timetable) return { partition: { timetable: "CronPartitionTimetable", run_offset: -1, key_format: KEY_FORMATS[p.grain] } };
+  if (c.timetable) return { partition: { timetable: "CronPartitionTimetable", run_offset: -1, key_format: partitioningPlan(p).key_format } };
   if (triggering.length === 0) return {};
   // Sort for determinism.
   const mappers = [...triggering].sort(compareStrings).map((asset) => {

@@ -77,7 +77,7 @@ const START_OF: Readonly<Partial<Record<Grain, MapperPlan["mapper"]>>> = {
 };
 
 /** Why an upstream grain cannot feed a consumer grain on the pinned Airflow. */
-export type MapperRefusal = "coarser-upstream" | "misaligned" | "unparseable-key";
+export type MapperRefusal = "coarser-upstream" | "misaligned";
 
 /**
  * The mapper from an upstream's grain to its consumer's, by the table for
@@ -89,10 +89,9 @@ export type MapperRefusal = "coarser-upstream" | "misaligned" | "unparseable-key
 export function mapperFor(upstream: Grain, consumer: Grain): MapperPlan | MapperRefusal {
   if (upstream === consumer) return { mapper: "IdentityMapper" };
   if (GRAINS.indexOf(upstream) > GRAINS.indexOf(consumer)) return "coarser-upstream";
+  // A week can span two months, quarters or years; it is also the one key 3.2's strptime cannot read.
   if (upstream === "week") return "misaligned";
-  const input = KEY_INPUT_FORMATS[upstream];
-  if (input === undefined) return "unparseable-key";
-  return { mapper: START_OF[consumer]!, input_format: input, output_format: KEY_FORMATS[consumer] };
+  return { mapper: START_OF[consumer]!, input_format: KEY_INPUT_FORMATS[upstream]!, output_format: KEY_FORMATS[consumer] };
 }
 
 const HOUR_MS = 3_600_000;

@@ -128,6 +128,13 @@ REVREC__REVENUE_SCHEDULE = Asset(
     extra={"accounting_standard": "IFRS 15", "contract_id": "revrec.monthly", "contract_version": "1.5.0", "freshness": {"degrade_after": "P35D", "max_age": "P32D"}, "layer": "curated", "owner": "team-revenue-accounting", "recognition_pattern": "straight_line", "schema_version": 1},
 )
 
+WEB__PAGE_VIEWS_RAW = Asset(
+    name="web.page_views_raw",
+    uri="x-datalake://raw/web/page_views_raw",
+    group="web",
+    extra={"contract_id": "web.page_views_raw", "contract_version": "1.0.0", "freshness": {"degrade_after": "PT6H", "max_age": "PT2H"}, "layer": "raw", "owner": "team-web-data", "schema_version": 1},
+)
+
 with DAG(
     dag_id="contract_assets_freshness_monitor",
     description="Freshness of every asset with a freshness policy: unknown, fresh, stale, degraded, recovered.",
@@ -140,5 +147,5 @@ with DAG(
     evaluate = FreshnessMonitorOperator(
         task_id="evaluate",
         manifest_path=MANIFEST_PATH,
-        inlets=[BILLING__ADJUSTMENTS_EXTRACT, BILLING__ADJUSTMENTS_RAW, BILLING__CREDIT_NOTES_RAW, BILLING__INVOICE_LINES_RAW, BILLING__INVOICES_RAW, BILLING__PAYMENTS_RAW, CRM__ACCOUNTS_RAW, CRM__CONTRACTS_RAW, FINANCE__BILLINGS_BY_CONTRACT, FINANCE__CONTRACTS_CURATED, FINANCE__FISCAL_CALENDAR, FINANCE__INVOICES_CURATED, FX__RATES_DAILY, REVREC__CLOSE_SUMMARY, REVREC__DEFERRED_REVENUE_BALANCE, REVREC__REVENUE_SCHEDULE],
+        inlets=[BILLING__ADJUSTMENTS_EXTRACT, BILLING__ADJUSTMENTS_RAW, BILLING__CREDIT_NOTES_RAW, BILLING__INVOICE_LINES_RAW, BILLING__INVOICES_RAW, BILLING__PAYMENTS_RAW, CRM__ACCOUNTS_RAW, CRM__CONTRACTS_RAW, FINANCE__BILLINGS_BY_CONTRACT, FINANCE__CONTRACTS_CURATED, FINANCE__FISCAL_CALENDAR, FINANCE__INVOICES_CURATED, FX__RATES_DAILY, REVREC__CLOSE_SUMMARY, REVREC__DEFERRED_REVENUE_BALANCE, REVREC__REVENUE_SCHEDULE, WEB__PAGE_VIEWS_RAW],
     )

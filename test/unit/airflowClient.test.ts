@@ -222,7 +222,7 @@ describe("AirflowClient.assetEventPartitionKeys", () => {
     const keys = await new AirflowClient({ baseUrl: url, pageSize: 100 }).assetEventPartitionKeys(1);
     expect(keys).toEqual(["2026-12-01", "2026-12-02", "2026-12-04", null, "2026-12-01"]);
     expect(seen.map((s) => new URL(s.url, "http://x").searchParams.get("offset"))).toEqual(["0", "2", "4"]);
-    expect(seen.every((s) => s.url.startsWith("/api/v2/assets/events?asset_id=1&order_by=id&"))).toBe(true);
+    expect(seen.every((s) => s.url.startsWith("/api/v2/assets/events?asset_id=1&order_by=timestamp&"))).toBe(true);
   });
 
   it("refuses an answer that is not an event collection", async () => {

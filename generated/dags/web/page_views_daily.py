@@ -25,7 +25,7 @@ WEB__PAGE_VIEWS_RAW = Asset(
     name="web.page_views_raw",
     uri="x-datalake://raw/web/page_views_raw",
     group="web",
-    extra={"contract_id": "web.page_views_raw", "contract_version": "1.0.0", "layer": "raw", "owner": "team-web-data", "schema_version": 1},
+    extra={"contract_id": "web.page_views_raw", "contract_version": "1.0.0", "freshness": {"degrade_after": "PT6H", "max_age": "PT2H"}, "layer": "raw", "owner": "team-web-data", "schema_version": 1},
 )
 
 with DAG(
