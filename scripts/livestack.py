@@ -741,10 +741,11 @@ class LiveStack:
 
         return dict(self.wait(registered, f"DAGs {sorted(wanted)} registered", timeout, interval=1))
 
-    def unpause(self, dag_id: str) -> None:
-        status, body = self.api("PATCH", f"/dags/{_q(dag_id)}", {"is_paused": False})
+    def unpause(self, dag_id: str, paused: bool = False) -> None:
+        """``PATCH /dags/{dag_id}`` ``is_paused`` (``paused=True`` pauses it again)."""
+        status, body = self.api("PATCH", f"/dags/{_q(dag_id)}", {"is_paused": paused})
         if status != 200:
-            raise AssertionError(f"unpause {dag_id}: {status} {body}")
+            raise AssertionError(f"{'pause' if paused else 'unpause'} {dag_id}: {status} {body}")
 
     def trigger(
         self,
