@@ -409,12 +409,18 @@ def partition_bounds_result(wh: Warehouse, table: TableRef, partition: Partition
         f"select count(*) from {table.sql} where {col} is null or not ({col} >= ? and {col} < ?)",
         [partition.start, partition.end],
     )
-    actual = int(outside or 0)
+    return _zero_rows_result("partition_bounds", None, partition.column, "error", outside)
+
+
+def _zero_rows_result(name: str, metric: str | None, column: Any, severity: str, rows: Any) -> dict[str, Any]:
+    """A partition rule's result, shaped like :func:`contract_runtime.quality.evaluate_rule`'s:
+    ``rows`` counted, expected ``== 0``, ``type`` ``partition``."""
+    actual = int(rows or 0)
     return {
-        "name": "partition_bounds",
-        "metric": None,
-        "column": partition.column,
-        "severity": "error",
+        "name": name,
+        "metric": metric,
+        "column": column,
+        "severity": severity,
         "operator": "==",
         "expected": 0,
         "actual": actual,
@@ -458,21 +464,7 @@ def published_key_results(
             f"where {same} and (p.{col} is null or not (p.{col} >= ? and p.{col} < ?)))",
             [partition.start, partition.end],
         )
-        actual = int(colliding or 0)
-        results.append(
-            {
-                "name": f"{rule['name']}_published",
-                "metric": "duplicateValues",
-                "column": rule.get("column"),
-                "severity": rule["severity"],
-                "operator": "==",
-                "expected": 0,
-                "actual": actual,
-                "success": actual == 0,
-                "type": "partition",
-                "unit": "rows",
-            }
-        )
+        results.append(_zero_rows_result(f"{rule['name']}_published", "duplicateValues", rule.get("column"), str(rule["severity"]), colliding))
     return results
 
 
