@@ -90,6 +90,8 @@ SHIMS = REPO_ROOT / "test" / "python" / "shims"
 JOBS = REPO_ROOT / "orchestration" / "jobs"
 #: The folder whose sitecustomize.py shifts a Python process's clock (see ``clock``).
 CLOCK_SITE = Path(__file__).resolve().parent / "livestack_clock"
+#: The folder of ``livestack_hostname`` (a Celery worker's ``[core] hostname_callable``).
+HOSTNAME_SITE = Path(__file__).resolve().parent / "livestack_host"
 
 #: Components in start order after the api-server, and their health key in /monitor/health.
 COMPONENTS: dict[str, str] = {"scheduler": "scheduler", "dag-processor": "dag_processor", "triggerer": "triggerer"}
@@ -342,7 +344,23 @@ class LiveStack:
     :param components: Which long-running components to start besides the api-server.
     :param env: Extra environment for every component (wins over the stack's own values).
     :param git_bundle: When set, a folder to make a local git repository of and serve as a
-        ``GitDagBundle`` named ``git`` (its DAGs carry the commit as bundle version).
+        ``GitDagBundle`` named ``git`` (its DAGs carry the commit as bundle version). The bundle
+        reads a bare repository beside it (``<git_bundle>.git``) that :meth:`commit_project`
+        pushes to, as a deployment's bundle reads a Git server.
+    :param executor: ``local`` (``LocalExecutor``, default) or ``celery``: ``CeleryExecutor``
+        with a ``redis-server`` of the stack's as the broker, the metadata database as Celery's
+        result backend, and ``workers`` ``airflow celery worker`` processes that share nothing on
+        disk with the rest of the stack or each other: each has its own ``AIRFLOW_HOME``, log
+        folder, DAG-bundle checkout (``dag_bundle_storage_path``), OpenLineage file
+        (:attr:`lineage_files`) and host name (``[core] hostname_callable``: ``ca-worker-<n>``,
+        what ``TaskInstance.hostname`` records). They serve no logs (``--skip-serve-logs``: two
+        log servers cannot share a port on one host), so a task's log is read in the worker's
+        home (:meth:`worker_log`), not through the api-server. What they share is what a
+        deployment shares: the metadata database, the broker, the warehouse and the bundle's
+        repository; the installed software (Airflow, the runtime, the example's python jobs and
+        dbt) comes from this machine's environments as from a worker image.
+    :param dags_folder_bundle: Serve :attr:`dags_folder` as the ``dags-folder`` bundle (default);
+        a stack whose DAGs come from the ``git`` bundle only sets it False.
     :param inherit_lineage_config: When true (the demo), an OpenLineage configuration in this
         process's environment (``OPENLINEAGE__TRANSPORT__*``, ``OPENLINEAGE_CONFIG``,
         ``OPENLINEAGE_URL``) is the stack's; when false (the tests), every ``OPENLINEAGE*``
@@ -367,6 +385,9 @@ class LiveStack:
     components: tuple[str, ...] = ("scheduler", "dag-processor", "triggerer")
     env_extra: dict[str, str] = field(default_factory=dict)
     git_bundle: Path | None = None
+    executor: str = "local"
+    workers: int = 2
+    dags_folder_bundle: bool = True
     keep: bool = False
     clock: datetime.datetime | None = None
     inherit_lineage_config: bool = True
@@ -379,6 +400,7 @@ class LiveStack:
     _tokens: dict[str, tuple[float, str]] = field(default_factory=dict)
     _stopped: bool = False
     _clock_offset: float = 0.0
+    _redis_port: int = 0
 
     def now(self) -> datetime.datetime:
         """The stack's wall clock (see ``clock``), timezone-aware UTC."""
@@ -452,6 +474,8 @@ class LiveStack:
         if self.warehouse == "postgres":
             assert self.postgres is not None
             self.postgres.create_database("warehouse")
+        if self.executor == "celery":
+            self._start_redis()
         self._env = self._build_env(sql_conn)
         if python_clock:
             self._env["CONTRACT_ASSETS_CLOCK_OFFSET"] = python_clock
@@ -462,6 +486,8 @@ class LiveStack:
             self.start_process(name, *self._command(name))
         wanted = {COMPONENTS[name] for name in self.components}
         self.wait(lambda: self._healthy(wanted), f"components {sorted(wanted)} healthy", timeout)
+        if self.executor == "celery":
+            self._start_workers(timeout)
 
     def _clock_env(self) -> tuple[dict[str, str], str]:
         """The stack's clock: ``(environment of the PostgreSQL server, offset for the Python
@@ -506,15 +532,16 @@ class LiveStack:
         password_file = self.home / "passwords.json"
         password_file.write_text(json.dumps(self.passwords) + "\n", encoding="utf-8")
         bundles = [
-            {"name": "dags-folder", "classpath": "airflow.dag_processing.bundles.local.LocalDagBundle",
-             "kwargs": {"path": str(self.dags_folder)}},
             {"name": "projects", "classpath": "airflow.dag_processing.bundles.local.LocalDagBundle",
              "kwargs": {"path": str(self.projects)}},
         ]
+        if self.dags_folder_bundle:
+            bundles.insert(0, {"name": "dags-folder", "classpath": "airflow.dag_processing.bundles.local.LocalDagBundle",
+                               "kwargs": {"path": str(self.dags_folder)}})
         if self.git_bundle is not None:
             bundles.append(
                 {"name": "git", "classpath": "airflow.providers.git.bundles.git.GitDagBundle",
-                 "kwargs": {"repo_url": str(self.git_bundle), "tracking_ref": "main", "subdir": "generated/dags"}}
+                 "kwargs": {"repo_url": str(self.bare_repository), "tracking_ref": "main", "subdir": "generated/dags"}}
             )
         venv_bin = str(Path(sys.executable).parent)
         env.update(
@@ -563,8 +590,80 @@ class LiveStack:
                 OPENLINEAGE__TRANSPORT__LOG_FILE_PATH=str(self.lineage_file),
                 OPENLINEAGE__TRANSPORT__APPEND="true",
             )
+        if self.executor == "celery":
+            assert self.postgres is not None
+            env.update(
+                AIRFLOW__CORE__EXECUTOR="CeleryExecutor",
+                AIRFLOW__CELERY__BROKER_URL=f"redis://127.0.0.1:{self._redis_port}/0",
+                AIRFLOW__CELERY__RESULT_BACKEND="db+" + self.postgres.uri("airflow", "postgresql"),
+                AIRFLOW__CELERY__WORKER_CONCURRENCY="2",
+            )
         env.update(self.env_extra)
         return env
+
+    # ------------------------------------------------------------------ CeleryExecutor
+
+    @property
+    def lineage_files(self) -> list[Path]:
+        """Every OpenLineage file of the stack: :attr:`lineage_file` (scheduler, api-server,
+        dag-processor; every task on the LocalExecutor) and each Celery worker's own."""
+        return [self.lineage_file, *(self.worker_home(n) / "lineage.jsonl" for n in range(1, self.workers + 1) if self.executor == "celery")]
+
+    def worker_home(self, n: int) -> Path:
+        """The ``AIRFLOW_HOME`` of Celery worker ``n`` (1-based)."""
+        return self.work / f"worker-{n}" / "airflow-home"
+
+    def worker_log(self, n: int, dag_id: str, run_id: str, task_id: str, try_number: int = 1) -> str:
+        """A task try's log as Celery worker ``n`` wrote it in its own home ("" when it did not run it)."""
+        folder = self.worker_home(n) / "logs" / f"dag_id={dag_id}" / f"run_id={run_id}" / f"task_id={task_id}"
+        found = sorted(folder.glob(f"**/attempt={try_number}.log"))
+        return "\n".join(f.read_text(errors="replace") for f in found)
+
+    def _start_redis(self) -> None:
+        server = shutil.which("redis-server")
+        if server is None:
+            raise StackUnavailable("redis-server not found (run scripts/ensure-postgres.sh: Debian package redis-server), needed as the Celery broker")
+        folder = self.work / "redis"
+        folder.mkdir(parents=True, exist_ok=True)
+        self._redis_port = free_loopback_port()
+        with (self.logs / "redis.log").open("ab") as log:
+            self.processes["redis"] = subprocess.Popen(
+                [server, "--port", str(self._redis_port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                 "--dir", str(folder)],
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            )
+        wait_until(lambda: "Ready to accept connections" in (self.logs / "redis.log").read_text(errors="replace"),
+                   "redis-server ready", 30)
+
+    def _start_workers(self, timeout: float) -> None:
+        """``airflow celery worker`` ``workers`` times, each on its own home (see the class)."""
+        for n in range(1, self.workers + 1):
+            home = self.worker_home(n)
+            (home / "logs").mkdir(parents=True, exist_ok=True)
+            config = home / "openlineage.yml"
+            config.write_text(
+                json.dumps({"transport": {"type": "file", "log_file_path": str(home / "lineage.jsonl"), "append": True}}) + "\n",
+                encoding="utf-8",
+            )
+            env = {
+                **self._env,
+                "AIRFLOW_HOME": str(home),
+                "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(home / "logs"),
+                "AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_STORAGE_PATH": str(home / "bundles"),
+                "AIRFLOW__CORE__HOSTNAME_CALLABLE": "livestack_hostname.hostname",
+                "CONTRACT_ASSETS_WORKER_NAME": f"ca-worker-{n}",
+                "PYTHONPATH": os.pathsep.join([str(HOSTNAME_SITE), self._env["PYTHONPATH"]]),
+                "OPENLINEAGE_CONFIG": str(config),
+            }
+            name = f"worker-{n}"
+            with (self.logs / f"{name}.log").open("ab") as log:
+                self.processes[name] = subprocess.Popen(
+                    [sys.executable, "-m", "airflow", "celery", "worker", "--celery-hostname", f"ca-worker-{n}@%h",
+                     "--concurrency", "2", "--skip-serve-logs", "--without-mingle", "--without-gossip"],
+                    env=env, cwd=home, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                )
+        for n in range(1, self.workers + 1):
+            self.wait(lambda n=n: " ready." in self.log(f"worker-{n}", 400), f"celery worker {n} ready", timeout)
 
     def _command(self, name: str) -> list[str]:
         if name == "scheduler":
@@ -848,18 +947,29 @@ class LiveStack:
         self._git("init", "-q", "-b", "main")
         self._git("add", "-A")
         self._git("commit", "-q", "-m", "empty DAG bundle")
+        self._git("clone", "-q", "--bare", str(self.git_bundle), str(self.bare_repository))
+        self._git("remote", "add", "bundle", str(self.bare_repository))
+
+    @property
+    def bare_repository(self) -> Path:
+        """The bare repository the ``git`` bundle reads (:meth:`commit_project` pushes to it)."""
+        assert self.git_bundle is not None
+        return self.git_bundle.with_name(self.git_bundle.name + ".git")
 
     def commit_project(self, project: Path, message: str) -> str:
-        """Copy a compiled project's ``generated/``, ``sql/`` and ``orchestration/sample_data``
-        into the ``git`` bundle's repository (``git_bundle``), commit it on ``main``, and return
+        """Copy a compiled project's ``generated/``, ``sql/``, ``orchestration/sample_data`` and
+        ``dbt/`` into the ``git`` bundle's repository (``git_bundle``), commit it on ``main``, push
+        it to the bare repository the bundle reads, and return
         the commit id: the bundle version of the runs the scheduler starts from it (wait for the
         dag-processor with :meth:`wait_for_dags`)."""
         assert self.git_bundle is not None, "the stack has no git bundle (git_bundle=None)"
-        for part in ("generated", "sql", "orchestration/sample_data"):
+        for part in ("generated", "sql", "orchestration/sample_data", "dbt"):
             if (project / part).is_dir():
-                shutil.copytree(project / part, self.git_bundle / part, dirs_exist_ok=True)
+                shutil.copytree(project / part, self.git_bundle / part, dirs_exist_ok=True,
+                                ignore=shutil.ignore_patterns("target", "logs", "__pycache__"))
         self._git("add", "-A")
         self._git("commit", "-q", "-m", message)
+        self._git("push", "-q", "bundle", "main")
         return self._git("rev-parse", "HEAD")
 
     def add_project(self, name: str, project: Path) -> Path:

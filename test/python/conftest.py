@@ -90,16 +90,19 @@ def airflow_home() -> str:
 
 #: The fixture name; tests that use it run last (see pytest_collection_modifyitems).
 LIVE_STACK_FIXTURE = "live_stack"
+#: The CeleryExecutor stack's fixture; its tests run after the live stack's.
+CELERY_STACK_FIXTURE = "celery_stack"
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Run the tests that use the live stack last, in their collected order: the stack starts
-    once and stays up until the session ends, so everything else runs before it, never beside
-    it (2 cores)."""
-    live = [i for i in items if LIVE_STACK_FIXTURE in getattr(i, "fixturenames", ())]
-    if live:
-        rest = [i for i in items if LIVE_STACK_FIXTURE not in getattr(i, "fixturenames", ())]
-        items[:] = rest + live
+    """Run the tests that use the live stack last, in their collected order, and those of the
+    Celery stack after them: each stack starts once and stays up until its last test (the Celery
+    fixture stops the other first), so nothing runs beside a stack (2 cores)."""
+    def rank(item: pytest.Item) -> int:
+        names = getattr(item, "fixturenames", ())
+        return 2 if CELERY_STACK_FIXTURE in names else 1 if LIVE_STACK_FIXTURE in names else 0
+
+    items[:] = sorted(items, key=rank)  # sorted() is stable: collected order within each rank
 
 
 @pytest.fixture(scope="session")
@@ -121,6 +124,27 @@ def live_stack(request: pytest.FixtureRequest, terminal_summary: list[str]) -> I
     Skipped, loudly, when the environment cannot run it (:class:`StackUnavailable`). Stopped at
     the end of the session; its logs are kept (path printed) when a test failed.
     """
+    yield from _session_stack(request, terminal_summary, "live stack")
+
+
+@pytest.fixture(scope="session")
+def celery_stack(request: pytest.FixtureRequest, terminal_summary: list[str]) -> Iterator[LiveStack]:
+    """The CeleryExecutor stack (issue 36): as :func:`live_stack`, with ``executor="celery"``,
+    two ``airflow celery worker`` processes that share nothing on disk, a ``redis-server`` broker,
+    and its DAGs from the ``git`` bundle only (a bare repository; the test commits the project).
+    Its tests run after every :func:`live_stack` test, and the LocalExecutor stack is stopped
+    first: two stacks never run side by side on 2 cores."""
+    for running in list(_RUNNING.values()):
+        running.failed = running.failed or request.session.testsfailed > 0  # keep its logs then
+        running.stop()
+    yield from _session_stack(request, terminal_summary, "celery stack", executor="celery", workers=2, dags_folder_bundle=False)
+
+
+#: The session's started stacks, by name (the Celery fixture stops the LocalExecutor one first).
+_RUNNING: dict[str, LiveStack] = {}
+
+
+def _session_stack(request: pytest.FixtureRequest, terminal_summary: list[str], name: str, **options: Any) -> Iterator[LiveStack]:
     import json
     import signal
     import time
@@ -134,17 +158,18 @@ def live_stack(request: pytest.FixtureRequest, terminal_summary: list[str]) -> I
     failed_before = request.session.testsfailed
     work = Path(tempfile.mkdtemp(prefix="contract-assets-live-"))
     # the tests read the stack's own lineage file: no OpenLineage setting of this process applies
-    stack = LiveStack(work=work, clock=TEST_CLOCK, git_bundle=work / "git-bundle", inherit_lineage_config=False)
+    stack = LiveStack(work=work, clock=TEST_CLOCK, git_bundle=work / "git-bundle", inherit_lineage_config=False, **options)
     try:
         stack.start()
-        manifest = json.loads(
-            (Path(__file__).resolve().parents[2] / "generated" / "manifest.json").read_text(encoding="utf-8")
-        )
-        stack.wait_for_dags(d["dag_id"] for d in manifest["dags"])
+        if stack.dags_folder_bundle:
+            manifest = json.loads(
+                (Path(__file__).resolve().parents[2] / "generated" / "manifest.json").read_text(encoding="utf-8")
+            )
+            stack.wait_for_dags(d["dag_id"] for d in manifest["dags"])
     except StackUnavailable as exc:
         stack.stop()
         signal.signal(signal.SIGTERM, previous)
-        message = f"ENVIRONMENT: the live Airflow stack cannot start here, its tests are SKIPPED: {exc}"
+        message = f"ENVIRONMENT: the {name} cannot start here, its tests are SKIPPED: {exc}"
         warnings.warn(message, stacklevel=2)
         print(f"\n{'!' * 20} {message} {'!' * 20}", file=sys.stderr)
         pytest.skip(message)
@@ -153,12 +178,14 @@ def live_stack(request: pytest.FixtureRequest, terminal_summary: list[str]) -> I
         stack.stop()
         signal.signal(signal.SIGTERM, previous)
         raise
-    terminal_summary.append(f"live stack: started in {time.monotonic() - started:.1f} s at {stack.url}")
+    terminal_summary.append(f"{name}: started in {time.monotonic() - started:.1f} s at {stack.url}")
+    _RUNNING[name] = stack
     try:
         yield stack
     finally:
         if request.session.testsfailed > failed_before:
             stack.failed = True
         stack.stop()
+        _RUNNING.pop(name, None)
         signal.signal(signal.SIGTERM, previous)
-        terminal_summary.append(f"live stack: up for {time.monotonic() - started:.1f} s in total")
+        terminal_summary.append(f"{name}: up for {time.monotonic() - started:.1f} s in total")
