@@ -25,6 +25,7 @@ reason and the producing run.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -105,10 +106,16 @@ CONSUMERS = {
 }
 
 
-def write_project(dest: Path) -> Path:
-    """The ``gate`` project's inputs, compiled with the CLI into ``dest/generated``."""
-    (dest / "orchestration" / "airflow" / "sources").mkdir(parents=True)
-    (dest / "orchestration" / "airflow" / "sources" / "config.yaml").write_text(CONFIG, encoding="utf-8")
+def write_project(dest: Path, base: Path | None = None) -> Path:
+    """The ``gate`` project's inputs, compiled with the CLI into ``dest/generated``. With ``base``,
+    the gate contracts join a copy of that project (its contracts, config, SQL, dbt projects and
+    sample data): one project, one bundle (``test_live_celery.py``)."""
+    if base is None:
+        (dest / "orchestration" / "airflow" / "sources").mkdir(parents=True)
+        (dest / "orchestration" / "airflow" / "sources" / "config.yaml").write_text(CONFIG, encoding="utf-8")
+    else:
+        dagcheck.copy_project(base, dest)
+        shutil.copytree(base / "orchestration" / "sample_data", dest / "orchestration" / "sample_data")
     (dest / "contracts" / "gate").mkdir(parents=True)
     (dest / "sql" / "gate").mkdir(parents=True)
     for name, severity in ROOTS.items():
