@@ -234,14 +234,14 @@ export function keysInRange(grain: Grain, from: number, to: number, limit = 100_
 export const PARTITION_PLACEHOLDER = "{partition}";
 
 /**
- * The Asset URI of a source location that may hold {@link PARTITION_PLACEHOLDER}: the location up
- * to the last `/` before the placeholder (`s3://exports/views/{partition}.csv` is the Asset
- * `s3://exports/views/`), since one Asset stands for every partition's objects and a URI with a
- * brace is not a valid Airflow Asset URI (RFC 3986 does not allow `{`). A location without the
- * placeholder is returned as it is.
+ * The Asset URI of a source location that may hold {@link PARTITION_PLACEHOLDER}: the folder the
+ * placeholder stands in, without its trailing `/` as Airflow normalises it
+ * (`s3://exports/views/{partition}.csv` is the Asset `s3://exports/views`), since one Asset stands
+ * for every partition's objects and a URI with a brace is not a valid Airflow Asset URI (RFC 3986
+ * does not allow `{`). A location without the placeholder is returned as it is.
  */
 export function sourceAssetUri(location: string): string {
   const at = location.indexOf(PARTITION_PLACEHOLDER);
   if (at < 0) return location;
-  return location.slice(0, location.lastIndexOf("/", at) + 1);
+  return location.slice(0, location.lastIndexOf("/", at));
 }

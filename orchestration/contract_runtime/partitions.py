@@ -172,3 +172,20 @@ def sql_literals(partition: Partition | None) -> dict[str, str]:
         return f"TIMESTAMP '{d.strftime('%Y-%m-%d %H:%M:%S')}'"
 
     return {"partition_key": "'" + partition.key.replace("'", "''") + "'", "partition_start": ts(partition.start), "partition_end": ts(partition.end)}
+
+
+def fill_sql(sql: str, partition: Partition | None) -> str:
+    """``sql`` with the placeholders of :func:`sql_literals` replaced (what a partitioned SQL
+    producer runs); unchanged without a partition."""
+    for name, literal in sql_literals(partition).items():
+        sql = sql.replace("{" + name + "}", literal)
+    return sql
+
+
+def example_key(grain: str) -> str:
+    """A key of ``grain`` for messages and checks that need one (``preflight`` parses a partitioned
+    SQL producer with it): ``2026-12-07`` for ``day``, and so on.
+
+    :raises KeyError: When ``grain`` is not one of hour, day, week, month, quarter, year.
+    """
+    return _EXAMPLES[grain]

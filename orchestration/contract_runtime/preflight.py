@@ -43,6 +43,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from contract_runtime.partitions import example_key, fill_sql, partition_of
 from contract_runtime.quality_rules import resolve_datasets
 
 __all__ = ["DAG_MODULE_IMPORTS", "PRODUCER_MODULES", "check_manifest", "import_times", "main", "parse_sql"]
@@ -147,7 +148,10 @@ def check_dag(dag: Mapping[str, Any], check_connections: bool = True) -> Iterato
     if not parse:
         yield _finding(dag, "sql", "info", ["id"], f"SQL is not parsed for a {conn_type!r} warehouse", detail="")
     if parse and producer.get("type") == "sql":
-        parsed = parse_sql(str(producer.get("sql") or ""))
+        spec = (dag.get("runtime") or {}).get("partitioning")
+        # a partitioned SQL runs with its placeholders filled in (producers/sql.py): parse it so, with an example key
+        example = partition_of(dag, example_key(str(spec["grain"]))) if spec else None
+        parsed = parse_sql(fill_sql(str(producer.get("sql") or ""), example))
         if parsed is not None:
             message, line, column = parsed
             yield _finding(dag, "sql", "error", ["producer", "path"], "the SQL producer does not parse", detail=message, file=producer.get("path"), sql_line=line, sql_column=column)

@@ -23,8 +23,7 @@ WEB__PAGE_VIEWS_RAW = Asset(
 
 WEB_PLATFORM__PAGE_VIEWS_EXPORT = Asset(
     name="web_platform.page_views_export",
-    # Airflow normalises this URI and stores it as "s3://acme-web-exports/page_views"
-    uri="s3://acme-web-exports/page_views/",
+    uri="s3://acme-web-exports/page_views",
     group="web",
     extra={"external": True, "owner": "team-web-data"},
 )

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from contract_runtime.partitions import partition_of, sql_literals
+from contract_runtime.partitions import fill_sql, partition_of
 from contract_runtime.producers import ProduceRequest, ProducerError
 
 __all__ = ["produce"]
@@ -48,8 +48,7 @@ def produce(request: ProduceRequest) -> dict[str, Any]:
     partition = partition_of(request.dag, request.run.partition_key)
     if partition is not None:
         # A partitioned contract's SQL selects its partition (docs/contract-format.md, Partitions).
-        for name_, literal in sql_literals(partition).items():
-            sql = sql.replace("{" + name_ + "}", literal)
+        sql = fill_sql(sql, partition)
         log.info("sql producer %s: partition %s [%s, %s)", request.contract_id, partition.key, partition.start, partition.end)
     request.warehouse.create_table_as(staging, sql)
     return {"rows": {name: request.warehouse.row_count(staging)}}
