@@ -81,7 +81,8 @@ class WarehouseConfigError(WarehouseError):
 
 
 class DuckDBUnderDistributedExecutorError(WarehouseConfigError):
-    """The embedded DuckDB file is the warehouse while Airflow runs tasks on several workers.
+    """A DuckDB file (the embedded one, or a ``duckdb`` Connection's) is the warehouse while
+    Airflow runs tasks on several workers.
 
     Raised by :func:`open_warehouse` before the file is opened, instead of the lock timeout or
     the file of another worker a task would otherwise meet (ADR 0030). Non-retryable: no retry
@@ -722,8 +723,8 @@ def configured_executors() -> list[str]:
 
     The setting is a comma-separated list (Airflow 2.10+ multiple executors); each entry is a
     core executor's name (``CeleryExecutor``), a class path, or ``alias:class.path``. The Task
-    SDK's configuration (``airflow.sdk.configuration.conf``: ``airflow.cfg``, then
-    ``AIRFLOW__CORE__EXECUTOR`` and its ``_CMD``/``_SECRET`` forms) is what a worker of Airflow 3
+    SDK's configuration (``airflow.sdk.configuration.conf``: ``AIRFLOW__CORE__EXECUTOR`` and its
+    ``_CMD``/``_SECRET`` forms over ``airflow.cfg``, Airflow's default else) is what a worker of Airflow 3
     reads; the core's ``airflow.configuration`` is not used (a task touches nothing of the core,
     ``test_task_sdk_only.py``).
 
