@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -238,3 +239,29 @@ def test_a_stage_waits_for_another_process_and_then_runs(tmp_path: Path, monkeyp
         holder.wait(timeout=30)
     assert produced["staging"]["orders"].startswith("_ca_staging.sales__orders__")
     assert waited >= 0.5
+
+
+# ------------------------------------------------------------------ the pool in Airflow
+
+
+def test_airflow_pools_import_takes_the_generated_file(tmp_path: Path) -> None:
+    """The ``pools.json`` compile writes (the golden case's, kept current by the golden runner)
+    is what the pinned Airflow's ``airflow pools import`` reads: the live stack's
+    :meth:`LiveStack.import_pools` against a migrated SQLite metadata database (no component is
+    started), then the metadata database's ``slot_pool`` holds it with one slot."""
+    from livestack import LiveStack
+
+    generated = ROOT / "test" / "cases" / "pool-embedded-duckdb" / "expected" / "generated"
+    stack = LiveStack(work=tmp_path, metadata="sqlite", warehouse="none")
+    stack.home.mkdir(parents=True)
+    stack.logs.mkdir(parents=True)
+    stack._env = stack._build_env(f"sqlite:///{stack.home / 'airflow.db'}")
+    stack.run_cli("db", "migrate", timeout=300)
+    assert stack.import_pools(generated) is True
+    assert stack.import_pools(tmp_path / "no-project") is False
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(stack.home / "airflow.db")) as db:
+        rows = db.execute("select pool, slots, description, include_deferred from slot_pool where pool = ?", ("contract_assets_duckdb",)).fetchall()
+    description = json.loads((generated / "pools.json").read_text())["contract_assets_duckdb"]["description"]
+    assert rows == [("contract_assets_duckdb", 1, description, 0)]
