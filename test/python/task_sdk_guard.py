@@ -10,7 +10,8 @@ What a worker process of Airflow 3 has loaded before a task's ``execute`` is imp
 core package is installed beside the Task SDK, as on most workers). Then, for the task path only:
 
 * a ``sys.meta_path`` finder refuses to load any module of Airflow's core (``airflow.*`` but
-  ``airflow.sdk*`` and ``airflow.providers*``) or ``sqlalchemy.orm`` that is not loaded yet, as on
+  ``airflow.sdk*``, ``airflow.providers*`` and ``airflow.version``) or ``sqlalchemy.orm`` that is
+  not loaded yet, as on
   a worker with the Task SDK only: the load raises ``ImportError`` (a provider's compatibility
   shim that tries the core first, ``airflow.providers.common.compat.module_loading``, then takes
   the SDK's, as it does there); each refusal is listed in ``refused``;
@@ -23,8 +24,8 @@ and ``produce``, ``audit`` and ``publish`` run with a hand-made task context (th
 ``outlet_events``), lineage on (a file transport from the environment), then the failure callback.
 
 Prints one line ``RESULT <json>``: ``{"results": {task_id: return value, "asset_event_extra"},
-"new_core_modules": [names], "violations": [str], "refused": [names], "error": traceback |
-None}``. A violation is an import of the core by a ``contract_runtime`` module, or a session or
+"new_core_modules": [names], "violations": [str], "refused": [names], "refused_by": [[name,
+the module that asked]], "error": traceback | None}``. A violation is an import of the core by a ``contract_runtime`` module, or a session or
 connection opened. Exit status 0 whatever the outcome.
 """
 
@@ -43,10 +44,12 @@ import contract_runtime.operators
 from airflow.sdk import Asset
 from airflow.sdk.execution_time.context import OutletEventAccessors
 
-#: Module prefixes a task may load or import: the Task SDK and the providers (whose hooks the
+#: Module prefixes a task may load or import: the Task SDK, the providers (whose hooks the
 #: SDK's ``Connection.get_hook()`` returns; on Airflow 3 they reach Airflow through
-#: ``airflow.providers.common.compat.sdk``, i.e. the SDK).
-ALLOWED = ("airflow.sdk", "airflow.providers")
+#: ``airflow.providers.common.compat.sdk``, i.e. the SDK) and ``airflow.version``, the version
+#: string the providers compare against (``airflow.providers.amazon.version_compat``: ``from
+#: airflow import __version__``), which holds nothing but it.
+ALLOWED = ("airflow.sdk", "airflow.providers", "airflow.version")
 
 
 def forbidden(name: str) -> bool:
@@ -59,12 +62,18 @@ def forbidden(name: str) -> bool:
 class RefuseCore(importlib.abc.MetaPathFinder):
     """Refuses to find any forbidden module that is not loaded yet."""
 
-    def __init__(self, refused: list[str]) -> None:
+    def __init__(self, refused: list[str], refused_by: list[list[str]]) -> None:
         self.refused = refused
+        self.refused_by = refused_by
 
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> None:
         if forbidden(fullname):
             self.refused.append(fullname)
+            # who asked: the first frame outside the import machinery and this script
+            frame = sys._getframe(1)
+            while frame is not None and frame.f_globals.get("__name__", "").startswith(("importlib", "_frozen_importlib", "__main__")):
+                frame = frame.f_back
+            self.refused_by.append([fullname, str(frame.f_globals.get("__name__")) if frame is not None else "?"])
             raise ImportError(f"task code loaded {fullname}: Airflow's core is out of reach at task time")
 
 
@@ -96,6 +105,7 @@ class FakeDagRun:
 def main(manifest: str, contract_id: str, asset_name: str, asset_uri: str) -> None:
     violations: list[str] = []
     refused: list[str] = []
+    refused_by: list[list[str]] = []
     results: dict[str, Any] = {}
     error: str | None = None
     outlet = Asset(name=asset_name, uri=asset_uri)
@@ -144,7 +154,7 @@ def main(manifest: str, contract_id: str, asset_name: str, asset_uri: str) -> No
         (importlib, "import_module", guarded_import_module),
     ]
     originals = [(owner, attr, getattr(owner, attr)) for owner, attr, _ in patched]
-    finder = RefuseCore(refused)
+    finder = RefuseCore(refused, refused_by)
     sys.meta_path.insert(0, finder)
     for owner, attr, replacement in patched:
         setattr(owner, attr, replacement)
@@ -176,7 +186,7 @@ def main(manifest: str, contract_id: str, asset_name: str, asset_uri: str) -> No
     new_core = sorted(name for name in set(sys.modules) - before if forbidden(name))
     sys.stdout.write(
         "RESULT "
-        + json.dumps({"results": results, "new_core_modules": new_core, "violations": violations, "refused": refused, "error": error}, default=str)
+        + json.dumps({"results": results, "new_core_modules": new_core, "violations": violations, "refused": refused, "refused_by": refused_by, "error": error}, default=str)
         + "\n"
     )
     sys.stdout.flush()

@@ -13,7 +13,8 @@ Two checks:
 * dynamic: write-audit-publish through the operators in a fresh process under guards
   (``task_sdk_guard.py``): no module of the core is loaded or imported by the runtime, no
   SQLAlchemy session or engine connection is opened, on the embedded DuckDB and on PostgreSQL
-  (the provider's ``PostgresHook`` from ``Connection.get_hook()``).
+  (the provider's ``PostgresHook`` from ``Connection.get_hook()``), and a ``load`` from S3 (moto on
+  loopback) through ``airflow.sdk.ObjectStoragePath``.
 """
 
 from __future__ import annotations
@@ -176,12 +177,16 @@ def lineage_env(tmp_path: Path) -> dict[str, str]:
     }
 
 
-def assert_clean(result: dict[str, Any], tmp_path: Path) -> None:
+def assert_clean(result: dict[str, Any], tmp_path: Path, refused: set[str] | None = None) -> None:
+    """The task path ran, no violation, nothing of the core loaded; the loads the finder refused
+    (and the caller did without) are at most ``refused`` (default: the common compat provider's
+    shim trying the core's ``module_loading`` before the SDK's)."""
     assert result["error"] is None, result["error"]
     assert result["violations"] == []
     assert result["new_core_modules"] == []
-    # what was kept out and did without: a provider's shim trying the core before the SDK
-    assert set(result["refused"]) <= {"airflow.utils.module_loading"}, result["refused"]
+    assert set(result["refused"]) <= (refused or {"airflow.utils.module_loading"}), result["refused"]
+    # and none of them asked by the runtime
+    assert not [r for r in result["refused_by"] if r[1].startswith("contract_runtime")], result["refused_by"]
     assert result["results"]["audit"] == {"status": "passed"}
     assert result["results"]["publish"] == [
         {"asset": "sales.orders", "table": "sales.orders", "row_count": 1, "quality_status": "passed", "failed_rules": []}
@@ -248,3 +253,48 @@ def test_the_guard_catches_a_core_import_at_task_time(tmp_path: Path) -> None:
     assert any(v.startswith("a SQLAlchemy Session opened") for v in result["violations"])
     # the finder kept the core's Variable out, as a worker without the core would
     assert "airflow.models.variable" in result["refused"]
+
+
+@pytest.fixture(scope="module")
+def s3() -> Iterator[dict[str, Any]]:
+    from servers import s3_server
+
+    with s3_server() as server:
+        yield server
+
+
+def test_a_load_from_object_storage_touches_nothing_of_the_core(tmp_path: Path, s3: dict[str, Any]) -> None:
+    """The object-store path: a ``load`` from S3 (moto on loopback) through
+    ``airflow.sdk.ObjectStoragePath`` and the Amazon provider's filesystem, under the guards."""
+    from servers import S3_CONN_ID, s3_client, s3_connection_json
+
+    client = s3_client(s3)
+    client.create_bucket(Bucket="ca-sdk-only")
+    client.put_object(Bucket="ca-sdk-only", Key="orders/1.csv", Body=b"order_id,amount,status,updated_at\no1,1.50,open,2026-04-14T10:00:00\n")
+    dag = dag_entry(
+        producer={"type": "load"},
+        kind="IngestionContract",
+        mode="load",
+        source={"name": "shop.orders_export", "uri": "s3://ca-sdk-only/orders/", "format": "csv", "system": "shop", "connection_id": S3_CONN_ID},
+    )
+    dag["runtime"]["datasets"][0]["quality"] = []
+    dag["inlets"] = ["shop.orders_export"]
+    manifest = write_manifest(tmp_path, [dag])
+    result = guarded_run(
+        manifest,
+        {
+            "AIRFLOW_CONN_WAREHOUSE": f"duckdb://{tmp_path / 'w.duckdb'}",
+            f"AIRFLOW_CONN_{S3_CONN_ID.upper()}": s3_connection_json(s3),
+            **lineage_env(tmp_path),
+        },
+    )
+    # What the Task SDK's providers manager meets when it registers the filesystems (imports of
+    # provider and plug-in modules, each inside a try): probes of the core by
+    # airflow.providers.common.compat.assets, airflow.providers.standard.operators.python,
+    # airflow._shared.module_loading and an installed dagfactory; refused here, done without, the
+    # load published.
+    assert_clean(
+        result,
+        tmp_path,
+        {"airflow.utils.module_loading", "airflow.models.dagrun", "airflow.models.variable", "airflow.operators", "airflow.api_fastapi"},
+    )
