@@ -24,6 +24,7 @@ import { renderContractYaml } from "./render/renderContractYaml.js";
 import { encodeModuleIndex, MODULE_INDEX_KEY, moduleCacheWriter, moduleDigest, moduleKeys, openModuleCache, readModuleIndex, RENDER_CACHE_FOLDER, type IndexEntry as ModuleIndexEntry } from "./render/moduleCache.js";
 import { assetRenderInputs, modulePath, renderDagModule, renderEachModule, usedAssets, type FileMap } from "./render/renderModules.js";
 import { renderOdcs } from "./render/renderOdcs.js";
+import { POOLS_FILE, renderPools } from "./render/renderPools.js";
 import { mergeProposal, parseProposal, setContractVersion } from "./report/driftApply.js";
 import { packageNameOf, scaffoldFiles } from "./report/initCommand.js";
 import { nowNs, trustedStamp } from "./support/fileStamp.js";
@@ -413,6 +414,8 @@ export function compileProject(layout: ProjectLayout, options: CompileOptions = 
       // Written or compared: the manifest's text is not held while the modules are rendered.
       delete manifestText.text;
     }, modules);
+    const pools = renderPools(linked.value.config);
+    if (pools !== undefined) emit(`${layout.outDir}/${POOLS_FILE}`, pools);
     if (exportsOdcs) {
       const odcs = renderOdcs(linked.value, odcsDir);
       diagnostics.push(...odcs.diagnostics);
@@ -985,6 +988,8 @@ function writeSplice(layout: ProjectLayout, base: SpliceBase, edit: SpliceEdit, 
   if (replaced.length === 0) write.holds(manifestPath);
   else write.addBytes(manifestPath, spliced.pieces);
   for (const [relative, fresh] of rerendered) write.add(relative, fresh.text);
+  // The pools depend on the config alone, which a splice has as the last compile had it.
+  write.holdsIfPresent(`${layout.outDir}/${POOLS_FILE}`);
   const written = write.finish();
   const diagnostics = [...reported, ...edit.notes, ...written.diagnostics];
   const sources = spliceSources(layout, base, edit);

@@ -340,7 +340,10 @@ class LiveStack:
     :param warehouse: ``postgres`` (the Connection ``warehouse`` points at the stack's
         ``warehouse`` database), ``duckdb`` (no Connection: the embedded DuckDB file
         ``<work>/warehouse.duckdb``; tasks then run one at a time, since a DuckDB file takes one
-        writer process) or ``none`` (a stack that runs no task).
+        writer process: ``parallelism`` 1, because the bundled corpus names the Connection
+        ``warehouse``, which the compiler takes for a server database and so gives no DuckDB pool;
+        a project compiled for the DuckDB file has its pool imported, :meth:`import_pools`) or
+        ``none`` (a stack that runs no task).
     :param components: Which long-running components to start besides the api-server.
     :param env: Extra environment for every component (wins over the stack's own values).
     :param git_bundle: When set, a folder to make a local git repository of and serve as a
@@ -481,6 +484,8 @@ class LiveStack:
             self._env["CONTRACT_ASSETS_CLOCK_OFFSET"] = python_clock
             self._env["PYTHONPATH"] = os.pathsep.join([str(CLOCK_SITE), self._env["PYTHONPATH"]])
         self.run_cli("db", "migrate", timeout=timeout)
+        # The pools of the DAG folder's project (generated/pools.json beside generated/dags).
+        self.import_pools(self.dags_folder.parent)
         self._start_api_server(timeout)
         for name in self.components:
             self.start_process(name, *self._command(name))
@@ -970,7 +975,23 @@ class LiveStack:
         self._git("add", "-A")
         self._git("commit", "-q", "-m", message)
         self._git("push", "-q", "bundle", "main")
+        self.import_pools(project / "generated")
         return self._git("rev-parse", "HEAD")
+
+    def import_pools(self, generated: Path) -> bool:
+        """Create the pools a compiled project's DAGs use: ``airflow pools import
+        <generated>/pools.json`` when the compiler wrote one (contracts on a DuckDB file run in the
+        one-slot pool ``contract_assets_duckdb``, ADR 0030). The scheduler never queues a task
+        whose pool does not exist, so this runs before its DAGs can start. An existing pool of the
+        same name gets the file's slots.
+
+        :returns: Whether there was a file to import.
+        """
+        pools = generated / "pools.json"
+        if not pools.is_file():
+            return False
+        self.run_cli("pools", "import", str(pools))
+        return True
 
     def add_project(self, name: str, project: Path) -> Path:
         """Copy a compiled project's ``generated/`` and ``orchestration/sample_data`` into the
@@ -981,6 +1002,7 @@ class LiveStack:
         for part in ("orchestration/sample_data", "sql", "dbt"):
             if (project / part).is_dir():
                 shutil.copytree(project / part, dest / part)
+        self.import_pools(dest / "generated")
         return dest
 
 

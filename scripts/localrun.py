@@ -16,7 +16,10 @@ DAG of the manifest (or the ``--only`` ones) in dependency order with ``DAG.test
 what ``airflow dags test`` calls after parsing the DAG, in this one process so Airflow is
 imported once. It prints one line ``RESULT <json>``: ``{"order": [dag_id], "runs": {dag_id:
 {"state", "run_id"}}, "seeded": [...]}``. Exit status 0 whatever the DAG outcomes (the caller
-judges them).
+judges them). ``DAG.test()`` runs each schedulable task in this process, one after the other,
+without an executor and without pools (``airflow.sdk.definitions.dag.DAG.test``: only the
+scheduler counts pool slots), so ``generated/pools.json`` is neither needed nor imported here:
+tasks never run at once, and the one DuckDB file has one writer.
 
 ``report`` prints what was published (table, rows, quality status) and what was blocked or
 quarantined. ``lineage`` prints where the OpenLineage events went and how many of each type

@@ -705,7 +705,7 @@ function projectDifferences(c: DiffContext): Array<{ asset: string; difference: 
   const before = c.previous.freshness_monitor;
   const after = c.current.freshness_monitor;
   if (before && after) {
-    const settings = (m: NonNullable<Manifest["freshness_monitor"]>): unknown => ({ dag_id: m.dag_id, schedule: m.schedule, notifier: m.notifier, warehouse_conn_id: m.warehouse_conn_id });
+    const settings = (m: NonNullable<Manifest["freshness_monitor"]>): unknown => ({ dag_id: m.dag_id, schedule: m.schedule, notifier: m.notifier, warehouse_conn_id: m.warehouse_conn_id, ...(m.pool !== undefined ? { pool: m.pool } : {}) });
     for (const d of fieldDifferences(settings(before), settings(after), ["freshness_monitor"])) for (const w of after.assets) if (c.before.has(w.name)) out.push({ asset: w.name, difference: d });
   }
   const publisher = (m: Manifest["freshness_monitor"], name: string): string | null => m?.assets.find((w) => w.name === name)?.published_by ?? null;

@@ -192,3 +192,54 @@ export function templateProblems(template: string): string[] {
   const stray = template.replace(/\{[^{}]*\}/g, "").match(/[{}]/);
   return stray ? [...unknown, stray[0]] : unknown;
 }
+
+/**
+ * The Airflow pool of the tasks that write the embedded DuckDB warehouse: one slot, so the
+ * scheduler runs one such task at a time (a DuckDB file takes one writer process; ADR 0030).
+ * `generated/pools.json` defines it (`renderPools`); `airflow pools import` creates it.
+ */
+export const DUCKDB_POOL = "contract_assets_duckdb";
+
+/**
+ * Whether a contract with these run settings writes a DuckDB file: it names no
+ * `warehouse_conn_id` (the runtime then opens the embedded file, `open_warehouse`), or the config
+ * says every warehouse Connection is DuckDB (`warehouse.dialect: duckdb`). A named Connection is
+ * otherwise taken for a server database: the compiler cannot see its `conn_type`, which the
+ * runtime reads.
+ */
+export function writesDuckdbFile(config: OrchestrationConfig, settings: RunSettings): boolean {
+  return settings.warehouse_conn_id === undefined || config.warehouse?.dialect === "duckdb";
+}
+
+/**
+ * Whether the config leaves any contract on a DuckDB file (no `defaults.warehouse_conn_id`, or
+ * `warehouse.dialect: duckdb`), so compile writes `pools.json`. A function of the config alone,
+ * so a compile of changed contracts only (ADR 0022's splice, same config) keeps the file as it is.
+ */
+export function configUsesDuckdbFile(config: OrchestrationConfig): boolean {
+  return writesDuckdbFile(config, config.defaults);
+}
+
+/** The `pool` the overrides matching a contract set (its id's over its domain's; later files win), if any. */
+function overridePool(config: OrchestrationConfig, contractId: string, domain: string): string | undefined {
+  const index = overrideIndexOf(config);
+  let pool: string | undefined;
+  for (const o of index.byDomain.get(domain) ?? []) if (o.pool !== undefined) pool = o.pool;
+  for (const o of index.byContract.get(contractId) ?? []) if (o.pool !== undefined) pool = o.pool;
+  return pool;
+}
+
+/**
+ * The Airflow pool of one contract's tasks (ADR 0030). A contract that writes a DuckDB file
+ * ({@link writesDuckdbFile}) runs in {@link DUCKDB_POOL}, unless an override that matches its
+ * domain or id sets a `pool` (a choice made for those contracts; the user then owns its slots);
+ * `defaults.pool` is a project-wide choice made without the warehouse in view, and gives way.
+ * Any other contract keeps the pool of its run settings (absent: Airflow's `default_pool`).
+ *
+ * @param settings The contract's run settings (`runSettingsFor`).
+ * @returns The pool name, or undefined for none set.
+ */
+export function poolFor(config: OrchestrationConfig, contractId: string, domain: string, settings: RunSettings): string | undefined {
+  if (!writesDuckdbFile(config, settings)) return settings.pool;
+  return overridePool(config, contractId, domain) ?? DUCKDB_POOL;
+}

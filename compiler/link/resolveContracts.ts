@@ -1,5 +1,5 @@
 import type { SourceLocation } from "../diagnostics/diagnostic.js";
-import { runSettingsFor, type OrchestrationConfig } from "./config.js";
+import { poolFor, runSettingsFor, type OrchestrationConfig } from "./config.js";
 import { extractProducing } from "./assetTable.js";
 import { resolveDeadline } from "./freshness.js";
 import type { AssetDeclaration, AssetTable, LinkedContract, ResolvedUpstream } from "./model.js";
@@ -8,7 +8,8 @@ import type { AssetDeclaration, AssetTable, LinkedContract, ResolvedUpstream } f
  * Resolution, second half of link: for each accepted contract of the table, its outlets (the
  * Assets it declared and the table kept), its upstreams in author order, its timetable (a cron,
  * or a `schedule_ref` found in the config, with the contract's timezone winning), its run settings
- * (defaults, then domain overrides, then contract overrides), its content hashes and the
+ * (defaults, then domain overrides, then contract overrides; the pool of a contract on a DuckDB
+ * file is `poolFor`'s), its content hashes and the
  * DeadlineAlert of `freshness.expected_runtime` (`resolveDeadline`).
  *
  * Pure and total: a reference that does not resolve is left unresolved (no timetable, an upstream
@@ -41,6 +42,10 @@ export function resolveContracts(table: AssetTable, config: OrchestrationConfig)
       }),
       runSettings: runSettingsFor(config, c.id, c.domain),
     };
+    // A contract on a DuckDB file runs in the one-slot pool (ADR 0030).
+    const pool = poolFor(config, c.id, c.domain, entry.runSettings);
+    if (pool === undefined) delete entry.runSettings.pool;
+    else entry.runSettings.pool = pool;
     if (c.kind === "IngestionContract") {
       const extract = c.mode === "load" ? extractProducing(table, c.source.name) : undefined;
       const landing = extract?.document.landing;

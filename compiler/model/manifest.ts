@@ -219,6 +219,8 @@ export interface FreshnessMonitorPlan {
   notifier: NotifierPlan | null;
   /** Where the states are kept: the config's default warehouse connection (null: the default). */
   warehouse_conn_id: string | null;
+  /** The pool of its task: `contract_assets_duckdb` when that warehouse is a DuckDB file (ADR 0030); absent: Airflow's `default_pool`. */
+  pool?: string;
   /** Sorted by name. */
   assets: MonitoredAsset[];
 }

@@ -1,3 +1,4 @@
+import { DUCKDB_POOL, writesDuckdbFile } from "../link/config.js";
 import { notifierPlan } from "../link/freshness.js";
 import type { LinkedProject } from "../link/linkProject.js";
 import type { FreshnessMonitorPlan, MonitoredAsset } from "../model/manifest.js";
@@ -43,6 +44,8 @@ export function planFreshnessMonitor(project: LinkedProject): FreshnessMonitorPl
     schedule: { cron: { expression: monitor.cron, timezone: monitor.timezone } },
     notifier: notifierPlan(project.config, monitor.notifier) ?? null,
     warehouse_conn_id: project.config.defaults.warehouse_conn_id ?? null,
+    // Its states are written to that warehouse: on a DuckDB file, one writer at a time (ADR 0030).
+    ...(writesDuckdbFile(project.config, project.config.defaults) ? { pool: DUCKDB_POOL } : {}),
     assets,
   };
 }

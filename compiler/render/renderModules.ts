@@ -83,6 +83,7 @@ export function renderFreshnessMonitor(monitor: FreshnessMonitorPlan, assets: Re
     dagId: pythonString(monitor.dag_id),
     assets: names.map((name) => assetView(assets.get(name)!, variables.get(name), views)),
     schedule: cronTimetable(monitor.schedule.cron),
+    defaultArgs: `{"owner": "contract-assets", ${monitor.pool !== undefined ? `"pool": ${pythonString(monitor.pool)}, ` : ""}"retries": 1}`,
     inlets: names.map((n) => variables.get(n)).join(", "),
   });
 }

@@ -7,6 +7,7 @@ import type { Diagnostic, StageResult } from "../diagnostics/diagnostic.js";
 import { fileHoldsText, type ProjectLayout } from "../discover/discoverProject.js";
 import { readRegularFile } from "../discover/regularFile.js";
 import { GENERATED_HEADER_PREFIX, type FileMap } from "../render/renderModules.js";
+import { isGeneratedPools, POOLS_FILE } from "../render/renderPools.js";
 import { compareStrings } from "../support/compare.js";
 import { sameStamp, stampOf, type FileStamp } from "../support/fileStamp.js";
 import { utf8Chunks } from "../support/utf8.js";
@@ -179,7 +180,7 @@ const TEMPORARY = /\.tmp-(\d+)-[0-9a-f]{8}$/;
 
 /**
  * The files of the output folder (within `scope`) that no rendered file is: the generated ones
- * (with the header) to delete, the others (hand-written) to report. A temporary left beside a
+ * (with the header, or a `pools.json` of `renderPools`) to delete, the others (hand-written) to report. A temporary left beside a
  * file this compile renders, by a write killed before its renames, is the compiler's whatever it
  * holds (the manifest's is JSON, one killed before its first byte is empty): stale, deleted.
  * A temporary of another compile still writing (its process running, the file younger than
@@ -201,7 +202,8 @@ function staleOutputs(layout: ProjectLayout, rendered: ReadonlySet<string>, scop
       }
     }
     const text = readIfExists(path.join(layout.root, relative)) ?? "";
-    (text.startsWith(GENERATED_HEADER_PREFIX) ? out.deleted : out.foreign).push(relative);
+    const generated = text.startsWith(GENERATED_HEADER_PREFIX) || (relative === `${layout.outDir}/${POOLS_FILE}` && isGeneratedPools(text));
+    (generated ? out.deleted : out.foreign).push(relative);
   }
   return out;
 }
@@ -301,6 +303,12 @@ export interface OutputWrite {
    * it read, whose sha256 is its compile state's, ADR 0022).
    */
   holds(relative: string): void;
+  /**
+   * {@link holds} for a file that may be absent: when `relative` exists it is taken as added and
+   * unchanged, when it does not nothing is recorded (a splice keeps `pools.json` as the last
+   * compile left it: a function of the config, which a splice has unchanged; ADR 0030).
+   */
+  holdsIfPresent(relative: string): void;
   /**
    * Whether the file at `relative` is a regular file whose bytes have the sha256 `digest` (the
    * incremental cache's hash of what its render gives, ADR 0017n). If so it is taken as added and
@@ -539,6 +547,9 @@ export function openWrite(layout: ProjectLayout, options: WriteOptions): OutputW
       rendered.add(relative);
       known.delete(relative);
       unchanged.push(relative);
+    },
+    holdsIfPresent(relative) {
+      if (fs.existsSync(path.join(layout.root, relative))) this.holds(relative);
     },
     holdsDigest(relative, digest, stamp) {
       if (ended) throw new Error("openWrite: holdsDigest after the write ended");

@@ -264,6 +264,8 @@ class FreshnessMonitorPlan(TypedDict):
     schedule: _MonitorSchedule
     notifier: NotifierPlan | None
     warehouse_conn_id: str | None
+    #: ``contract_assets_duckdb`` when the warehouse is a DuckDB file (ADR 0030).
+    pool: NotRequired[str]
     assets: list[MonitoredAsset]
 
 

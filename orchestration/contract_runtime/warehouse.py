@@ -13,6 +13,11 @@ A named Connection that does not exist is a :class:`WarehouseConfigError` naming
 replaced by the embedded default (the data would land in a local file nobody reads); a failure to
 look it up (other than "not found") is raised as it is.
 
+A DuckDB file (1 or 2) under a distributed executor (Airflow's ``[core] executor`` names one that
+is not single-host, :func:`distributed_executors`) is refused before the file is opened, with a
+:class:`DuckDBUnderDistributedExecutorError` that says to use a server database: the tasks of one
+DAG run land on workers that share no disk, and DuckDB takes one writer process (ADR 0030).
+
 Every method takes identifiers as :class:`~contract_runtime.sqlutil.TableRef` or plain names and
 quotes them; values travel as bind parameters (``?`` markers, converted per driver). Outside
 :meth:`Warehouse.transaction` each statement commits on its own; inside, nothing commits until
@@ -42,14 +47,19 @@ from contract_runtime.sqlutil import (
 )
 
 __all__ = [
+    "SINGLE_HOST_EXECUTORS",
     "DbApiWarehouse",
+    "DuckDBUnderDistributedExecutorError",
     "DuckDBWarehouse",
     "Warehouse",
     "WarehouseConfigError",
     "WarehouseError",
     "WarehouseLocation",
+    "configured_executors",
     "default_duckdb_path",
+    "distributed_executors",
     "open_warehouse",
+    "refuse_duckdb_under_distributed_executor",
     "require_connection",
 ]
 
@@ -68,6 +78,24 @@ class WarehouseConfigError(WarehouseError):
     :func:`require_connection` an object store's or a source database's), or the warehouse
     configuration is wrong (a DuckDB connection with a host, a connection type without a DB-API
     hook): a retry cannot fix it."""
+
+
+class DuckDBUnderDistributedExecutorError(WarehouseConfigError):
+    """A DuckDB file (the embedded one, or a ``duckdb`` Connection's) is the warehouse while
+    Airflow runs tasks on several workers.
+
+    Raised by :func:`open_warehouse` before the file is opened, instead of the lock timeout or
+    the file of another worker a task would otherwise meet (ADR 0030). Non-retryable: no retry
+    moves the task to the one host that holds the file.
+
+    :ivar executors: The executors of ``[core] executor`` that are distributed.
+    :ivar path: The DuckDB file the contract would have written.
+    """
+
+    def __init__(self, message: str, *, executors: Sequence[str], path: str) -> None:
+        super().__init__(message)
+        self.executors: tuple[str, ...] = tuple(executors)
+        self.path: str = path
 
 
 @dataclass(frozen=True)
@@ -681,6 +709,73 @@ def require_connection(conn_id: str, what: str) -> Any:
     return conn
 
 
+#: Executors that run every task on the scheduler's host, where one DuckDB file can serve them
+#: (one writer process at a time, ADR 0030): Airflow 3's ``LocalExecutor``, and the
+#: ``SequentialExecutor`` and ``DebugExecutor`` of Airflow 2 should a configuration still name
+#: them. Any other executor (``CeleryExecutor``, ``KubernetesExecutor``, the Edge provider's
+#: ``EdgeExecutor``, the Amazon provider's ECS, Batch and Lambda executors, an unknown custom one)
+#: counts as distributed: its workers share no disk, so a task cannot count on the file.
+SINGLE_HOST_EXECUTORS: frozenset[str] = frozenset({"LocalExecutor", "SequentialExecutor", "DebugExecutor"})
+
+
+def configured_executors() -> list[str]:
+    """The executors of Airflow's ``[core] executor``, as read through the Task SDK.
+
+    The setting is a comma-separated list (Airflow 2.10+ multiple executors); each entry is a
+    core executor's name (``CeleryExecutor``), a class path, or ``alias:class.path``. The Task
+    SDK's configuration (``airflow.sdk.configuration.conf``: ``AIRFLOW__CORE__EXECUTOR`` and its
+    ``_CMD``/``_SECRET`` forms over ``airflow.cfg``, Airflow's default else) is what a worker of Airflow 3
+    reads; the core's ``airflow.configuration`` is not used (a task touches nothing of the core,
+    ``test_task_sdk_only.py``).
+
+    :returns: The entries in the order written, stripped, empty ones dropped; Airflow's default
+        ``["LocalExecutor"]`` when the option is empty.
+    """
+    from airflow.sdk.configuration import conf
+
+    value = str(conf.get("core", "executor", fallback="") or "")
+    entries = [entry.strip() for entry in value.split(",") if entry.strip()]
+    return entries or ["LocalExecutor"]
+
+
+def distributed_executors(entries: Sequence[str]) -> list[str]:
+    """The entries of a ``[core] executor`` list that are not single-host.
+
+    An entry is judged by its class name: the part after an ``alias:``, then after the last
+    ``.`` (``airflow.providers.celery.executors.celery_executor.CeleryExecutor`` is
+    ``CeleryExecutor``). Not in :data:`SINGLE_HOST_EXECUTORS` means distributed.
+
+    :param entries: What :func:`configured_executors` returns.
+    :returns: The distributed entries, as written, in order; empty when all are single-host.
+    """
+    return [entry for entry in entries if entry.rsplit(":", 1)[-1].rsplit(".", 1)[-1] not in SINGLE_HOST_EXECUTORS]
+
+
+def refuse_duckdb_under_distributed_executor(path: str, conn_id: str | None) -> None:
+    """Fail before opening the DuckDB file ``path`` when ``[core] executor`` is distributed.
+
+    :param path: The DuckDB file the warehouse would be.
+    :param conn_id: The contract's ``warehouse_conn_id`` (None: the embedded default), for the message.
+    :raises DuckDBUnderDistributedExecutorError: When :func:`distributed_executors` of
+        :func:`configured_executors` is not empty; the message names the executor(s) and the
+        file, and says to set ``warehouse_conn_id`` to a PostgreSQL Connection.
+    """
+    executors = configured_executors()
+    distributed = distributed_executors(executors)
+    if not distributed:
+        return
+    which = f"the DuckDB Connection {conn_id!r}" if conn_id else "the embedded DuckDB file (no warehouse_conn_id)"
+    names = ", ".join(distributed)
+    raise DuckDBUnderDistributedExecutorError(
+        f"the warehouse is {which} at {path}, but Airflow's [core] executor is {','.join(executors)!r}: "
+        f"{names} runs tasks on several workers, which neither share that file nor may write it at once "
+        f"(DuckDB takes one writer process); set warehouse_conn_id to a PostgreSQL Connection "
+        f"(conn_type postgres) for this contract, or run it on the LocalExecutor",
+        executors=distributed,
+        path=path,
+    )
+
+
 def open_warehouse(conn_id: str | None) -> Warehouse:
     """Open the warehouse named by a contract's ``warehouse_conn_id`` (rules in the module doc).
 
@@ -688,6 +783,8 @@ def open_warehouse(conn_id: str | None) -> Warehouse:
     :returns: An open warehouse; close it (it is a context manager).
     :raises WarehouseConfigError: When ``conn_id`` names no Airflow Connection, or one that cannot
         be used as a warehouse.
+    :raises DuckDBUnderDistributedExecutorError: When the warehouse is a DuckDB file and
+        Airflow's executor is distributed (:func:`refuse_duckdb_under_distributed_executor`).
     """
     conn = _get_connection(conn_id) if conn_id else None
     if conn_id and conn is None:
@@ -697,6 +794,7 @@ def open_warehouse(conn_id: str | None) -> Warehouse:
         )
     if conn is None or (conn.conn_type or "").lower() == "duckdb":
         path = (_duckdb_path_of(conn) if conn is not None else None) or default_duckdb_path()
+        refuse_duckdb_under_distributed_executor(path, conn_id)
         wh: Warehouse = DuckDBWarehouse(path)
     else:
         conn_type = (conn.conn_type or "").lower()

@@ -87,12 +87,20 @@ PROVIDER_ADAPTER_MODULE = "airflow.providers.openlineage.plugins.adapter"
 PROVIDER_CONF_MODULE = "airflow.providers.openlineage.conf"
 
 
+#: The Task SDK's configuration module: what the provider's ``conf`` is on Airflow 3
+#: (``airflow.providers.common.compat.sdk`` maps ``conf`` to ``airflow.sdk.configuration.conf``).
+#: A task reads no other Airflow configuration: ``airflow.configuration`` is the core's, which a
+#: worker of Airflow 3 need not have (issue 36; test_task_sdk_only.py).
+SDK_CONFIGURATION_MODULE = "airflow.sdk.configuration"
+
+
 def provider_namespace() -> str:
     """The namespace the Airflow OpenLineage provider puts into DAG-run ids and parent jobs.
 
     :returns: The provider's ``conf.namespace()`` when the provider is loaded; else the same
-        rule: Airflow's ``[openlineage] namespace`` (from the loaded Airflow configuration, or env
-        ``AIRFLOW__OPENLINEAGE__NAMESPACE``), else ``OPENLINEAGE_NAMESPACE``, else ``"default"``.
+        rule: Airflow's ``[openlineage] namespace`` (from the Task SDK's configuration when it is
+        loaded, else env ``AIRFLOW__OPENLINEAGE__NAMESPACE``), else ``OPENLINEAGE_NAMESPACE``,
+        else ``"default"``.
     """
     provider_conf = sys.modules.get(PROVIDER_CONF_MODULE)
     if provider_conf is not None:
@@ -101,8 +109,12 @@ def provider_namespace() -> str:
 
 
 def _fallback_provider_namespace() -> str:
-    """The provider's namespace rule without the provider (Airflow config, env, ``default``)."""
-    configuration = sys.modules.get("airflow.configuration")
+    """The provider's namespace rule without the provider (Task SDK config, env, ``default``).
+
+    Only a configuration module already loaded is read (a task process has loaded the Task
+    SDK's); loading one here would cost seconds inside the emit bound (see the module doc).
+    """
+    configuration = sys.modules.get(SDK_CONFIGURATION_MODULE)
     if configuration is not None:
         option = configuration.conf.get("openlineage", "namespace", fallback="") or ""
     else:
