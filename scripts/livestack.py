@@ -725,9 +725,43 @@ class LiveStack:
     def log(self, name: str, lines: int = 60) -> str:
         return tail(self.logs / f"{name}.log", lines)
 
-    def diagnose(self) -> str:
-        """The tails of every component's log (for failure messages)."""
-        return "\n".join(f"--- {name} log\n{self.log(name, 40)}" for name in self.processes)
+    def diagnose(self, runs: list[dict[str, Any]] | None = None) -> str:
+        """The tails of every component's log (for failure messages), after those of the failed
+        task tries of ``runs`` (DAG runs as the API lists them), which come first: a CI log keeps
+        the head of a long message."""
+        parts = [self.failed_task_logs(runs)] if runs else []
+        parts += [f"--- {name} log\n{self.log(name, 40)}" for name in self.processes]
+        return "\n".join(p for p in parts if p)
+
+    def failed_task_logs(self, runs: list[dict[str, Any]], lines: int = 40) -> str:
+        """The last ``lines`` lines of each failed (or retrying) task try of the failed ``runs``,
+        read through the API on the LocalExecutor and from the worker's own home on Celery.
+        Never raises: it only feeds a failure message."""
+        out: list[str] = []
+        for run in runs:
+            if run.get("state") != "failed":
+                continue
+            dag_id, run_id = str(run["dag_id"]), str(run["dag_run_id"])
+            try:
+                tries = [t for t in self.task_instances(dag_id, run_id) if t.get("state") in ("failed", "up_for_retry", "upstream_failed")]
+            except Exception as exc:  # noqa: BLE001 - a failure message must not fail
+                out.append(f"--- {dag_id} {run_id}: task instances unreadable ({exc})")
+                continue
+            for ti in tries:
+                task_id, state, number = str(ti["task_id"]), ti.get("state"), int(ti.get("try_number") or 1)
+                if state == "upstream_failed":
+                    out.append(f"--- {dag_id} {run_id} {task_id}: upstream_failed")
+                    continue
+                try:
+                    if self.executor == "celery":
+                        text = "\n".join(self.worker_log(n, dag_id, run_id, task_id, number) for n in range(1, self.workers + 1))
+                    else:
+                        text = self.task_log(dag_id, run_id, task_id, number)
+                except Exception as exc:  # noqa: BLE001 - a failure message must not fail
+                    text = f"(log unreadable: {exc})"
+                tail = "\n".join(text.strip().splitlines()[-lines:])
+                out.append(f"--- {dag_id} {run_id} {task_id} try {number} ({state}) log\n{tail}")
+        return "\n".join(out)
 
     def check_running(self) -> None:
         """Raise when a component has exited (StackUnavailable for the known environment defect)."""

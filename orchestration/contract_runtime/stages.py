@@ -33,12 +33,15 @@ from contract_runtime.warehouse import Warehouse, open_warehouse
 __all__ = [
     "NonRetryableError",
     "QualityGateFailed",
+    "UpstreamNeverPublished",
     "audit",
+    "await_first_publishes",
     "lineage_fail",
     "lineage_warehouse",
     "non_retryable_errors",
     "produce",
     "publish",
+    "unpublished_upstreams",
 ]
 
 log = logging.getLogger(__name__)
@@ -224,6 +227,7 @@ def produce(
     staging = staging_tables(dag, run)
     wh = opener(runtime.get("warehouse_conn_id"))
     try:
+        await_first_publishes(manifest, dag, wh)
         wh.create_schema(STAGING_SCHEMA)
         for table in staging.values():
             wh.drop_table(table)
@@ -253,6 +257,93 @@ def produce(
         }
     finally:
         wh.close()
+
+
+class UpstreamNeverPublished(Exception):
+    """An upstream the contract reads, produced by another contract of the manifest, has never
+    been published (its table does not exist). Retryable: the upstream's first publish is
+    usually under way (a first deployment, where every root runs at once)."""
+
+
+#: Seconds a producer waits for the first publish of an upstream it reads
+#: (env ``CONTRACT_ASSETS_FIRST_PUBLISH_WAIT``; 0 checks once).
+FIRST_PUBLISH_WAIT_S: float = 900.0
+
+
+def unpublished_upstreams(manifest: Mapping[str, Any], dag: Mapping[str, Any], wh: Warehouse) -> list[tuple[str, TableRef]]:
+    """The upstreams of ``dag`` (``inlets``, triggering or not) that another contract of the
+    manifest produces and whose published table does not exist yet, as ``(asset, table)``.
+
+    An external upstream (no producer in the manifest) is not checked: its data is published
+    outside the project. A partitioned upstream counts as published once any partition is.
+    """
+    inlets = {str(name) for name in dag.get("inlets") or []}
+    missing: list[tuple[str, TableRef]] = []
+    for other in manifest.get("dags") or []:
+        if other is dag or other.get("dag_id") == dag.get("dag_id"):
+            continue
+        runtime = other.get("runtime") or {}
+        for ds in runtime.get("datasets") or []:
+            asset = str(ds.get("asset") or "")
+            if asset in inlets:
+                table = target_table(str(runtime["domain"]), str(ds["name"]))
+                if not wh.table_exists(table):
+                    missing.append((asset, table))
+    return sorted(missing, key=lambda m: m[0])
+
+
+def await_first_publishes(
+    manifest: Mapping[str, Any], dag: Mapping[str, Any], wh: Warehouse, *,
+    timeout: float | None = None, interval: float = 5.0, clock: Callable[[], float] | None = None,
+    sleep: Callable[[float], None] | None = None,
+) -> None:
+    """Wait until every upstream the contract reads that the manifest produces has been
+    published once (:func:`unpublished_upstreams` is empty).
+
+    Airflow starts an asset-triggered run as soon as its condition holds, and a condition with
+    ``any`` (or an upstream with ``trigger: false``) holds while another upstream the producer
+    reads may never have been published: on a first deployment, where every root runs at once,
+    the consumer would otherwise fail on a missing table, in whichever order the upstreams
+    happen to finish. On the embedded DuckDB file (one writer, and a pool of one slot) the
+    producer cannot wait for another task's publish, so it checks once.
+
+    :param timeout: Seconds to wait (default :data:`FIRST_PUBLISH_WAIT_S`, env
+        ``CONTRACT_ASSETS_FIRST_PUBLISH_WAIT``).
+    :raises UpstreamNeverPublished: (retryable) when an upstream is still unpublished at the
+        deadline; the message names the contract, each upstream, its table and the Connection.
+    """
+    import os
+    import time
+
+    clock = clock or time.monotonic
+    sleep = sleep or time.sleep
+    if timeout is None:
+        timeout = float(os.environ.get("CONTRACT_ASSETS_FIRST_PUBLISH_WAIT", FIRST_PUBLISH_WAIT_S))
+    if wh.dialect == "duckdb":
+        timeout = 0.0
+    deadline = clock() + timeout
+    missing = unpublished_upstreams(manifest, dag, wh)
+    waited = False
+    while missing and clock() < deadline:
+        if not waited:
+            log.info(
+                "%s: waiting up to %.0f s for the first publish of %s",
+                dag["dag_id"], timeout, ", ".join(f"{a} ({t.dotted})" for a, t in missing),
+            )
+            waited = True
+        sleep(interval)
+        missing = unpublished_upstreams(manifest, dag, wh)
+    if missing:
+        conn_id = (dag.get("runtime") or {}).get("warehouse_conn_id")
+        where = f"the warehouse of Connection {conn_id!r}" if conn_id else f"the warehouse {wh.description}"
+        raise UpstreamNeverPublished(
+            f"{dag['dag_id']}: upstream {', '.join(f'{a} (table {t.dotted})' for a, t in missing)} has never been "
+            f"published in {where}"
+            + (f" (waited {timeout:.0f} s)" if timeout else "")
+            + "; run its DAG first: this task retries, and its next try reads it once it is published"
+        )
+    if waited:
+        log.info("%s: every upstream it reads is published", dag["dag_id"])
 
 
 class RunSkipped(Exception):

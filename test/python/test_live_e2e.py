@@ -137,7 +137,7 @@ def corpus_run(live_stack: LiveStack, manifest: dict[str, Any]) -> dict[str, Any
 def test_every_run_succeeded_and_roots_ran_once(corpus_run: dict[str, Any], live_stack: LiveStack) -> None:
     runs = corpus_run["runs"]
     failed = [(r["dag_id"], r["dag_run_id"], r["state"]) for r in runs if r["state"] != "success"]
-    assert not failed, f"{failed}\n{live_stack.diagnose()}"
+    assert not failed, f"{failed}\n{live_stack.diagnose(runs)}"
     by_dag: dict[str, list[dict[str, Any]]] = {}
     for r in runs:
         by_dag.setdefault(r["dag_id"], []).append(r)

@@ -223,3 +223,74 @@ def test_a_broken_quality_query_is_that_rule_failing_on_postgres(pg: Warehouse) 
     assert broken["success"] is False and 'column "nope" does not exist' in broken["error"]
     assert rows["success"] is True and rows["actual"] == 2
     assert verdict.status("block_publish") == "degraded"
+
+
+def _upstream_and_consumer(tmp_path: Path) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """``sales.orders`` (SQL) and ``sales.order_totals``, whose SQL reads the published ``sales.orders``."""
+    upstream = dag_entry("sales.orders", warehouse_conn_id=CONN_ID)
+    totals = [{**upstream["runtime"]["datasets"][0], "name": "order_totals", "asset": "sales.order_totals", "quality": []}]
+    consumer = dag_entry(
+        "sales.order_totals",
+        warehouse_conn_id=CONN_ID,
+        datasets=totals,
+        producer={"type": "sql", "path": "sql/t.sql", "sql": "select order_id, amount, status, updated_at from sales.orders"},
+        upstreams=[{"asset": "sales.orders", "trigger": True}],
+    )
+    consumer["inlets"] = ["sales.orders"]
+    return write_manifest(tmp_path, [upstream, consumer]), upstream, consumer
+
+
+def test_a_consumer_waits_for_its_upstreams_first_publish(
+    pg: Warehouse, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An asset-triggered run whose condition held before an upstream it reads was ever
+    published (``any``, a first deployment) waits for that publish instead of failing on a
+    missing table; at the deadline it fails with a retryable error naming the upstream."""
+    manifest_path, upstream, consumer = _upstream_and_consumer(tmp_path)
+    manifest = {"dags": [upstream, consumer]}
+    assert [(a, t.dotted) for a, t in stages.unpublished_upstreams(manifest, consumer, pg)] == [
+        ("sales.orders", "sales.orders")
+    ]
+    monkeypatch.setenv("CONTRACT_ASSETS_FIRST_PUBLISH_WAIT", "0")
+    with pytest.raises(stages.UpstreamNeverPublished) as caught:
+        stages.produce(manifest_path, "sales.order_totals", run_identity("sales.order_totals", run_id="t-1"))
+    assert not isinstance(caught.value, stages.non_retryable_errors())
+    message = str(caught.value)
+    assert message.startswith("sales.order_totals: upstream sales.orders (table")
+    assert "Connection 'ca_pg_test'" in message and "retries" in message
+
+    def publish_upstream(run_id: str) -> None:
+        run = run_identity("sales.orders", run_id=run_id)
+        stages.produce(manifest_path, "sales.orders", run)
+        summary = stages.audit(manifest_path, "sales.orders", run)
+        stages.publish(manifest_path, "sales.orders", run, summary)
+
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:  # the upstream's publish lands while the consumer waits
+        slept.append(seconds)
+        publish_upstream("u-1")
+
+    stages.await_first_publishes(manifest, consumer, pg, timeout=60, interval=2, sleep=sleep)
+    assert slept == [2]
+    assert stages.unpublished_upstreams(manifest, consumer, pg) == []
+    out = stages.produce(manifest_path, "sales.order_totals", run_identity("sales.order_totals", run_id="t-2"))
+    schema, name = out["staging"]["order_totals"].split(".", 1)
+    assert pg.scalar(f"select count(*) from {TableRef(schema, name).sql}") == 1
+
+
+def test_on_duckdb_a_consumer_does_not_wait_for_an_upstream(tmp_path: Path) -> None:
+    """The embedded DuckDB file has one writer (and a pool of one slot): waiting would hold what
+    the upstream's publish needs, so the check is made once, whatever the configured wait."""
+    from contract_runtime.warehouse import DuckDBWarehouse
+
+    _, upstream, consumer = _upstream_and_consumer(tmp_path)
+    consumer["runtime"]["warehouse_conn_id"] = None
+    wh = DuckDBWarehouse(tmp_path / "wh.duckdb")
+    try:
+        slept: list[float] = []
+        with pytest.raises(stages.UpstreamNeverPublished, match=r"has never been published in the warehouse .*wh\.duckdb"):
+            stages.await_first_publishes({"dags": [upstream, consumer]}, consumer, wh, timeout=900, sleep=slept.append)
+        assert slept == []
+    finally:
+        wh.close()
