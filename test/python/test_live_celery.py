@@ -92,7 +92,7 @@ def celery_run(celery_stack: LiveStack, tmp_path_factory: pytest.TempPathFactory
 def test_celery_every_run_succeeded_on_asset_events(celery_run: dict[str, Any], celery_stack: LiveStack) -> None:
     assert {d["bundle_name"] for d in celery_run["registered"].values()} == {"git"}
     failed = [(r["dag_id"], r["state"]) for r in celery_run["runs"] if r["state"] != "success"]
-    assert not failed, f"{failed}\n{celery_stack.diagnose(runs)}"
+    assert not failed, f"{failed}\n{celery_stack.diagnose(celery_run['runs'])}"
     by_dag: dict[str, list[dict[str, Any]]] = {}
     for r in celery_run["runs"]:
         by_dag.setdefault(r["dag_id"], []).append(r)
