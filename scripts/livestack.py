@@ -624,51 +624,93 @@ class LiveStack:
         found = sorted(folder.glob(f"**/attempt={try_number}.log"))
         return "\n".join(f.read_text(errors="replace") for f in found)
 
-    def _start_redis(self) -> None:
+    def _start_redis(self, port: int = 0) -> None:
         server = shutil.which("redis-server")
         if server is None:
             raise StackUnavailable("redis-server not found (run scripts/ensure-postgres.sh: Debian package redis-server), needed as the Celery broker")
         folder = self.work / "redis"
         folder.mkdir(parents=True, exist_ok=True)
-        self._redis_port = free_loopback_port()
-        with (self.logs / "redis.log").open("ab") as log:
+        self._redis_port = port or free_loopback_port()
+        log_path = self.logs / "redis.log"
+        since = log_path.stat().st_size if log_path.exists() else 0
+        with log_path.open("ab") as log:
             self.processes["redis"] = subprocess.Popen(
                 [server, "--port", str(self._redis_port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
                  "--dir", str(folder)],
                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
             )
-        wait_until(lambda: "Ready to accept connections" in (self.logs / "redis.log").read_text(errors="replace"),
+        wait_until(lambda: "Ready to accept connections" in log_path.read_text(errors="replace")[since:],
                    "redis-server ready", 30)
 
     def _start_workers(self, timeout: float) -> None:
         """``airflow celery worker`` ``workers`` times, each on its own home (see the class)."""
         for n in range(1, self.workers + 1):
-            home = self.worker_home(n)
-            (home / "logs").mkdir(parents=True, exist_ok=True)
-            config = home / "openlineage.yml"
-            config.write_text(
-                json.dumps({"transport": {"type": "file", "log_file_path": str(home / "lineage.jsonl"), "append": True}}) + "\n",
-                encoding="utf-8",
-            )
-            env = {
-                **self._env,
-                "AIRFLOW_HOME": str(home),
-                "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(home / "logs"),
-                "AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_STORAGE_PATH": str(home / "bundles"),
-                "AIRFLOW__CORE__HOSTNAME_CALLABLE": "livestack_hostname.hostname",
-                "CONTRACT_ASSETS_WORKER_NAME": f"ca-worker-{n}",
-                "PYTHONPATH": os.pathsep.join([str(HOSTNAME_SITE), self._env["PYTHONPATH"]]),
-                "OPENLINEAGE_CONFIG": str(config),
-            }
-            name = f"worker-{n}"
-            with (self.logs / f"{name}.log").open("ab") as log:
-                self.processes[name] = subprocess.Popen(
-                    [sys.executable, "-m", "airflow", "celery", "worker", "--celery-hostname", f"ca-worker-{n}@%h",
-                     "--concurrency", "2", "--skip-serve-logs", "--without-mingle", "--without-gossip"],
-                    env=env, cwd=home, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                )
+            self._spawn_worker(n)
         for n in range(1, self.workers + 1):
-            self.wait(lambda n=n: " ready." in self.log(f"worker-{n}", 400), f"celery worker {n} ready", timeout)
+            self._wait_worker_ready(n, timeout)
+
+    def _wait_worker_ready(self, n: int, timeout: float, since: int = 0) -> None:
+        """Until worker ``n``'s log, after its first ``since`` bytes, says it is ready."""
+        path = self.logs / f"worker-{n}.log"
+
+        def ready() -> bool:
+            with path.open("rb") as f:
+                f.seek(since)
+                return b" ready." in f.read()
+
+        self.wait(ready, f"celery worker {n} ready", timeout)
+
+    def kill_worker(self, n: int) -> None:
+        """SIGKILL Celery worker ``n`` and every process of its group (its pool and the task
+        processes it supervises), as a machine that dies would: nothing is shut down cleanly."""
+        proc = self.processes.pop(f"worker-{n}")
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+
+    def start_worker(self, n: int, timeout: float = 180) -> None:
+        """Start Celery worker ``n`` again (after :meth:`kill_worker`), on the same home."""
+        path = self.logs / f"worker-{n}.log"
+        since = path.stat().st_size if path.exists() else 0
+        self._spawn_worker(n)
+        self._wait_worker_ready(n, timeout, since)
+
+    def restart_redis(self, down: float = 0.0) -> None:
+        """Stop the broker (SIGKILL: its queues are in memory only, so what it held is lost),
+        keep it down ``down`` seconds, and start it again on the same port."""
+        proc = self.processes.pop("redis")
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        time.sleep(down)
+        self._start_redis(self._redis_port)
+
+    def _spawn_worker(self, n: int) -> None:
+        """Start ``airflow celery worker`` number ``n`` on its own home (see the class)."""
+        home = self.worker_home(n)
+        (home / "logs").mkdir(parents=True, exist_ok=True)
+        config = home / "openlineage.yml"
+        config.write_text(
+            json.dumps({"transport": {"type": "file", "log_file_path": str(home / "lineage.jsonl"), "append": True}}) + "\n",
+            encoding="utf-8",
+        )
+        env = {
+            **self._env,
+            "AIRFLOW_HOME": str(home),
+            "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(home / "logs"),
+            "AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_STORAGE_PATH": str(home / "bundles"),
+            "AIRFLOW__CORE__HOSTNAME_CALLABLE": "livestack_hostname.hostname",
+            "CONTRACT_ASSETS_WORKER_NAME": f"ca-worker-{n}",
+            "PYTHONPATH": os.pathsep.join([str(HOSTNAME_SITE), self._env["PYTHONPATH"]]),
+            "OPENLINEAGE_CONFIG": str(config),
+        }
+        name = f"worker-{n}"
+        with (self.logs / f"{name}.log").open("ab") as log:
+            self.processes[name] = subprocess.Popen(
+                [sys.executable, "-m", "airflow", "celery", "worker", "--celery-hostname", f"ca-worker-{n}@%h",
+                 "--concurrency", "2", "--skip-serve-logs", "--without-mingle", "--without-gossip"],
+                env=env, cwd=home, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            )
 
     def _command(self, name: str) -> list[str]:
         if name == "scheduler":

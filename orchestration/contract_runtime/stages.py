@@ -225,7 +225,7 @@ def produce(
     if partition is not None:
         log.info("%s: partition %s of %s, [%s, %s)", contract_id, partition.key, partition.column, partition.start, partition.end)
     staging = staging_tables(dag, run)
-    wh = opener(runtime.get("warehouse_conn_id"))
+    wh = _open(opener, dag)
     try:
         await_first_publishes(manifest, dag, wh)
         wh.create_schema(STAGING_SCHEMA)
@@ -257,6 +257,17 @@ def produce(
         }
     finally:
         wh.close()
+
+
+def _open(opener: WarehouseOpener, dag: Mapping[str, Any]) -> Warehouse:
+    """The contract's warehouse; a server that refuses the connection is a retryable
+    :class:`~contract_runtime.warehouse.WarehouseUnavailableError` naming the contract."""
+    from contract_runtime.warehouse import WarehouseUnavailableError
+
+    try:
+        return opener((dag.get("runtime") or {}).get("warehouse_conn_id"))
+    except WarehouseUnavailableError as exc:
+        raise WarehouseUnavailableError(f"{dag['dag_id']}: {exc}") from exc
 
 
 class UpstreamNeverPublished(Exception):
@@ -405,7 +416,7 @@ def audit(
         raise _NonRetryableProducer(str(exc)) from exc
     staging = staging_tables(dag, run)
     is_dbt = (runtime.get("producer") or {}).get("type") == "dbt"
-    wh = opener(runtime.get("warehouse_conn_id"))
+    wh = _open(opener, dag)
     try:
         naming = lineage_warehouse(wh)
         verdicts: list[DatasetVerdict] = []
@@ -583,7 +594,7 @@ def publish(
     if not audit_summary or not isinstance(audit_summary.get("datasets"), list):
         raise _NonRetryableProducer(f"{contract_id}: no audit result for run {run.run_id!r}; nothing published")
     verdicts = {str(d["dataset"]): d for d in audit_summary["datasets"]}
-    wh = opener(dag["runtime"].get("warehouse_conn_id"))
+    wh = _open(opener, dag)
     try:
         if dag["runtime"].get("producer", {}).get("type") == "extract":
             outputs = _publish_extract(manifest_path, manifest, dag, run, wh, verdicts)

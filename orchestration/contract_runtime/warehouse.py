@@ -54,6 +54,7 @@ __all__ = [
     "Warehouse",
     "WarehouseConfigError",
     "WarehouseError",
+    "WarehouseUnavailableError",
     "WarehouseLocation",
     "configured_executors",
     "default_duckdb_path",
@@ -78,6 +79,13 @@ class WarehouseConfigError(WarehouseError):
     :func:`require_connection` an object store's or a source database's), or the warehouse
     configuration is wrong (a DuckDB connection with a host, a connection type without a DB-API
     hook): a retry cannot fix it."""
+
+
+class WarehouseUnavailableError(WarehouseError):
+    """The warehouse server refused or dropped the connection (down, restarting, refusing
+    connections, out of connection slots). Retryable: Airflow's retries try again, and a publish
+    that did not commit left every target as it was. The message names the Connection id, never
+    its secrets."""
 
 
 class DuckDBUnderDistributedExecutorError(WarehouseConfigError):
@@ -561,7 +569,13 @@ class DbApiWarehouse(Warehouse):
         self.conn_id = conn_id
         self._airflow_connection = connection
         self.description = f"{dialect} connection {conn_id!r}"
-        self._con = hook.get_conn()
+        try:
+            self._con = hook.get_conn()
+        except Exception as exc:
+            raise WarehouseUnavailableError(
+                f"the warehouse Connection {conn_id!r} ({dialect}) could not be connected to: "
+                f"{_masked_error(exc, connection or getattr(hook, 'connection', None))}; the task retries"
+            ) from exc
         with contextlib.suppress(Exception):
             self._con.autocommit = False
         self._paramstyle = _paramstyle_of(hook, self._con)
@@ -776,6 +790,18 @@ def refuse_duckdb_under_distributed_executor(path: str, conn_id: str | None) -> 
     )
 
 
+def _masked_error(exc: BaseException, connection: Any) -> str:
+    """The first line of ``exc``'s message, with the Connection's password and every URI
+    credential (:func:`contract_runtime.redact.mask_text`) masked."""
+    from contract_runtime.redact import mask_text
+
+    text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    password = str(getattr(connection, "password", "") or "")
+    if len(password) >= 4:
+        text = text.replace(password, "***")
+    return mask_text(text)
+
+
 def open_warehouse(conn_id: str | None) -> Warehouse:
     """Open the warehouse named by a contract's ``warehouse_conn_id`` (rules in the module doc).
 
@@ -785,6 +811,7 @@ def open_warehouse(conn_id: str | None) -> Warehouse:
         be used as a warehouse.
     :raises DuckDBUnderDistributedExecutorError: When the warehouse is a DuckDB file and
         Airflow's executor is distributed (:func:`refuse_duckdb_under_distributed_executor`).
+    :raises WarehouseUnavailableError: (retryable) When the server does not take the connection.
     """
     conn = _get_connection(conn_id) if conn_id else None
     if conn_id and conn is None:

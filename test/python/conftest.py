@@ -137,7 +137,12 @@ def celery_stack(request: pytest.FixtureRequest, terminal_summary: list[str]) ->
     for running in list(_RUNNING.values()):
         running.failed = running.failed or request.session.testsfailed > 0  # keep its logs then
         running.stop()
-    yield from _session_stack(request, terminal_summary, "celery stack", executor="celery", workers=2, dags_folder_bundle=False)
+    # a killed worker's task is failed (then retried) after this many seconds without a heartbeat
+    # (test_live_celery_faults.py); Airflow's default is 300
+    heartbeat = {"AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "60"}
+    yield from _session_stack(
+        request, terminal_summary, "celery stack", executor="celery", workers=2, dags_folder_bundle=False, env_extra=heartbeat
+    )
 
 
 #: The session's started stacks, by name (the Celery fixture stops the LocalExecutor one first).

@@ -294,3 +294,40 @@ def test_on_duckdb_a_consumer_does_not_wait_for_an_upstream(tmp_path: Path) -> N
         assert slept == []
     finally:
         wh.close()
+
+
+def test_a_warehouse_refusing_connections_is_a_retryable_error_naming_the_connection(
+    pg: Warehouse, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server that does not take the connection (here ``ALLOW_CONNECTIONS false``) fails the
+    stage with a retryable error naming the contract and the Connection id, never its password;
+    once the server takes connections again, the same stage succeeds."""
+    from contract_runtime.warehouse import WarehouseUnavailableError
+
+    raw = pg.hook.get_conn()  # type: ignore[attr-defined]
+    raw.autocommit = True
+    cur = raw.cursor()
+    cur.execute("drop database if exists closed_wh")
+    cur.execute("create database closed_wh")
+    cur.execute("alter database closed_wh allow_connections false")
+    uri = pg.hook.get_uri()  # type: ignore[attr-defined]
+    host_part = uri.split("@", 1)[1].rsplit("/", 1)[0]
+    monkeypatch.setenv("AIRFLOW_CONN_CA_PG_CLOSED", f"postgres://postgres:s3cret-pass@{host_part}/closed_wh")
+    upstream = dag_entry("sales.orders", warehouse_conn_id="ca_pg_closed")
+    manifest_path = write_manifest(tmp_path, [upstream])
+    try:
+        with pytest.raises(WarehouseUnavailableError) as caught:
+            stages.produce(manifest_path, "sales.orders", run_identity("sales.orders", run_id="w-1"))
+        message = str(caught.value)
+        assert message.startswith("sales.orders: the warehouse Connection 'ca_pg_closed' (postgres) could not be connected to: ")
+        assert "not currently accepting connections" in message and message.endswith("; the task retries")
+        assert "s3cret-pass" not in message
+        assert not isinstance(caught.value, stages.non_retryable_errors())
+        cur.execute("alter database closed_wh allow_connections true")
+        out = stages.produce(manifest_path, "sales.orders", run_identity("sales.orders", run_id="w-1"))
+        assert set(out["staging"]) == {"orders"}
+    finally:
+        cur.execute("alter database closed_wh allow_connections true")
+        cur.execute("select pg_terminate_backend(pid) from pg_stat_activity where datname = 'closed_wh' and pid <> pg_backend_pid()")
+        cur.execute("drop database if exists closed_wh")
+        raw.close()
