@@ -10,7 +10,8 @@ checked instead, for real:
   deliberately bad Dockerfile fails it, so the linter is seen to run);
 * every ``pip install`` pin of the Dockerfile is ``requirements.lock``'s version (the Kubernetes
   provider, which the lock does not hold, excepted), both stages use the lock's Airflow, every
-  provider the runtime declares is pinned, and every ``COPY`` source exists in the repository;
+  provider the runtime declares is pinned, every ``COPY`` source exists in the repository, and
+  the build context's ``Dockerfile.dockerignore`` lets in exactly those;
 * the image's software, in a throwaway venv: the wheel stage's ``COPY`` lines replayed into a
   folder and its ``pip wheel`` run there (the wheel holds the manifest schema the link points
   at); the final stage's pins installed with uv (constrained to the lock, standing in for the
@@ -49,6 +50,7 @@ from dagcheck import REPO_ROOT
 
 KUBERNETES = REPO_ROOT / "orchestration" / "airflow" / "deploy" / "kubernetes"
 DOCKERFILE = KUBERNETES / "Dockerfile"
+DOCKERIGNORE = KUBERNETES / "Dockerfile.dockerignore"
 ENV_FILE = KUBERNETES / "airflow-kubernetes.env"
 POD_TEMPLATE = KUBERNETES / "pod-template.yaml"
 LOCK = REPO_ROOT / "requirements.lock"
@@ -174,8 +176,9 @@ def hadolint(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @dataclass(frozen=True)
 class Image:
-    """The image's software in a venv: ``python`` of it, the ``root`` folder its ``COPY`` lines
-    were replayed into (``/build/...`` of the wheel stage), the ``wheel`` built there."""
+    """The image's software in a venv: ``python`` of it, the ``root`` folder the wheel stage's
+    ``COPY`` lines were replayed into (its ``/tmp/build/...`` is ``root/tmp/build/...``), the
+    ``wheel`` built there."""
 
     python: Path
     root: Path
@@ -201,15 +204,16 @@ def _replay_wheel_stage(instructions: list[Instruction], root: Path) -> Path:
                 file_target = target / path.name if destination.endswith("/") else target
                 file_target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(path, file_target, follow_symlinks=False)
-    words = [re.sub(r"^/build", str(root / "build"), w) for w in shlex.split(runs[0].arguments)]
+    # Every absolute path of the stage is under ``root`` here.
+    words = [str(root / w.lstrip("/")) if w.startswith("/") else w for w in shlex.split(runs[0].arguments)]
     _run([sys.executable, "-m", "pip", *words[1:], "--no-build-isolation", "--quiet"])
-    wheels = list((root / "build" / "dist").glob("contract_runtime-*.whl"))
+    wheels = list(root.rglob("contract_runtime-*.whl"))
     assert len(wheels) == 1, wheels
     return wheels[0]
 
 
 @pytest.fixture(scope="session")
-def image(tmp_path_factory: pytest.TempPathFactory) -> Image:
+def image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Image]:
     base = tmp_path_factory.mktemp("k8s-image")
     instructions = dockerfile_instructions(DOCKERFILE.read_text("utf-8"))
     wheel = _replay_wheel_stage(instructions, base / "root")
@@ -227,7 +231,8 @@ def image(tmp_path_factory: pytest.TempPathFactory) -> Image:
     installed.write_text(_run([UV, "pip", "freeze", "--python", python]).stdout, encoding="utf-8")
     _uv_install(python, "--constraint", installed, f"{wheel}{extras.group(1)}")
     _run([python, REPO_ROOT / "scripts" / "fix-airflow.py"])
-    return Image(python=python, root=base / "root", wheel=wheel)
+    yield Image(python=python, root=base / "root", wheel=wheel)
+    shutil.rmtree(venv, ignore_errors=True)  # some 450 MB; pytest keeps its last three base folders
 
 
 def _clean_env(home: Path, **extra: str) -> dict[str, str]:
@@ -292,6 +297,11 @@ def test_every_copy_source_is_in_the_repository_and_nothing_bakes_in_the_dags() 
     missing = [s for s in sources if not (REPO_ROOT / s).exists()]
     assert not missing, missing
     assert not [s for s in sources if s.startswith(("generated", "sql", "dbt", "contracts"))], sources
+    # The build context's ignore file lets in exactly what is copied (and no bytecode).
+    ignore = [line for line in DOCKERIGNORE.read_text("utf-8").splitlines() if line and not line.startswith("#")]
+    assert ignore[0] == "*" and ignore[-1] == "**/__pycache__"
+    assert sorted(line.removeprefix("!") for line in ignore[1:-1] if line.startswith("!")) == sorted(sources)
+    assert len(ignore) == len(sources) + 2
     # The pod template is copied where the settings say the scheduler reads it.
     template = next(copy_sources(i)[1] for i in copies if copy_sources(i)[0] == ["orchestration/airflow/deploy/kubernetes/pod-template.yaml"])
     assert template == env_file()["AIRFLOW__KUBERNETES_EXECUTOR__POD_TEMPLATE_FILE"]
@@ -412,7 +422,7 @@ def test_the_pod_template_loads_and_makes_a_task_pod(probe: dict[str, Any]) -> N
     assert container["name"] == "base"
     assert container["image"] == f"{settings['AIRFLOW__KUBERNETES_EXECUTOR__WORKER_CONTAINER_REPOSITORY']}:{VERSION}"
     assert pod["metadata"]["namespace"] == "airflow"
-    assert container["envFrom"] == [{"configMapRef": {"name": "airflow-settings"}}, {"secretRef": {"name": "airflow-secrets"}}]
+    assert container["envFrom"] == [{"configMapRef": {"name": "airflow-settings"}}, {"secretRef": {"name": "airflow-worker-secrets"}}]
     assert {"name": "AIRFLOW_IS_K8S_EXECUTOR_POD", "value": "True"} in container["env"]
     assert container["args"][:3] == ["python", "-m", "airflow.sdk.execution_time.execute_workload"]
     assert pod["metadata"]["labels"]["dag_id"] == "sales.orders_daily" and pod["metadata"]["labels"]["kubernetes_executor"] == "True"
