@@ -17,6 +17,8 @@
 //     --no-build            measure dist/ as it is (default: build the sources into the work folder)
 //     --skip-airflow        no DagBag fill or dag-processor; --skip-dag-processor: no dag-processor
 //     --skip-runtime        no emit hook, operator or dbt figure; --skip-operators, --skip-dbt: not those
+//     --skip-live           no live-stack figure (Asset-hop latency and the corpus' wall time on the
+//                           LocalExecutor and CeleryExecutor stacks: about 15 minutes)
 //     --keep                keep the work folder
 //
 // Everything runs in a temporary folder (removed at the end unless --keep). Every timed command
@@ -57,7 +59,7 @@ if (flag("--help") || flag("-h")) {
 }
 {
   // A misspelt option must not run what it meant to skip.
-  const known = new Set(["--quick", "--profile", "--no-build", "--skip-airflow", "--skip-dag-processor", "--skip-runtime", "--skip-operators", "--skip-dbt", "--keep"]);
+  const known = new Set(["--quick", "--profile", "--no-build", "--skip-airflow", "--skip-dag-processor", "--skip-runtime", "--skip-operators", "--skip-dbt", "--skip-live", "--keep"]);
   const valued = new Set(["--out", "--sizes", "--seed"]);
   for (let i = 0; i < argv.length; i++) {
     if (valued.has(argv[i]) && argv[i + 1] !== undefined) i++;
@@ -887,6 +889,34 @@ if (flag("--skip-runtime") || flag("--skip-dbt") || !havePython) {
   else {
     out(`   dbt build --select directly: ${r.median_direct_s.toFixed(2)} s; our three tasks: ${r.median_ours_s.toFixed(2)} s`);
     out(`   overhead per model: ${r.overhead_s.toFixed(2)} s (${r.ratio.toFixed(2)}x); rounds direct ${r.direct_s.join(", ")} s, ours ${r.ours_s.join(", ")} s`);
+  }
+}
+
+// ------------------------------------------------------------------------------------ live stacks
+
+if (flag("--skip-live") || !havePython) {
+  out(`\n== live stacks: skipped (${skipReason("--skip-live")})`);
+} else {
+  const hops = flag("--quick") ? 5 : 20;
+  out(`\n== live stacks: Asset-hop latency over a chain of ${hops} hops, and the bundled corpus' wall time, on the LocalExecutor stack and the CeleryExecutor stack with 2 and 1 workers (scripts/bench/live_stacks.py; each stack fresh, PostgreSQL warehouse)`);
+  const dir = path.join(work, "live");
+  fs.mkdirSync(dir, { recursive: true });
+  fs.chmodSync(work, 0o755);
+  fs.chmodSync(dir, 0o755);
+  let r;
+  try {
+    r = pythonJson("live_stacks.py", [dir, "--hops", String(hops), ...(flag("--quick") ? ["--skip-corpus"] : [])], process.env);
+  } catch (error) {
+    r = { available: false, reason: String(error.message).split("\n").slice(-3).join(" ") };
+  }
+  results.live = r;
+  if (!r.available) out(`   not available: ${r.reason}`);
+  else {
+    const names = { local: "LocalExecutor", celery_2: "Celery, 2 workers", celery_1: "Celery, 1 worker" };
+    for (const [label, h] of Object.entries(r.hop_latency)) out(`   hop latency, ${names[label].padEnd(18)} median ${h.median_s.toFixed(2)} s, p95 ${h.p95_s.toFixed(2)} s (${h.hops} hops, ${h.min_s.toFixed(2)}-${h.max_s.toFixed(2)} s)`);
+    if (r.hop_latency.local && r.hop_latency.celery_2) out(`   Celery against LocalExecutor: median ${x(r.hop_latency.celery_2.median_s / r.hop_latency.local.median_s)}, p95 ${x(r.hop_latency.celery_2.p95_s / r.hop_latency.local.p95_s)}`);
+    for (const [label, c] of Object.entries(r.corpus)) out(`   corpus, ${names[label].padEnd(18)} ${c.wall_s.toFixed(1)} s (${c.dag_runs} DAG runs: ${Object.entries(c.states).map(([k, v]) => `${v} ${k}`).join(", ")})`);
+    if (r.corpus.celery_1 && r.corpus.celery_2) out(`   2 workers against 1: ${x(r.corpus.celery_2.wall_s / r.corpus.celery_1.wall_s)}; Celery (2) against LocalExecutor: ${r.corpus.local ? x(r.corpus.celery_2.wall_s / r.corpus.local.wall_s) : "n/a"}`);
   }
 }
 

@@ -4,8 +4,9 @@ Python imports ``sitecustomize`` at start-up from ``PYTHONPATH``; the stack puts
 there for its own processes only. With ``CONTRACT_ASSETS_CLOCK_OFFSET`` (seconds, a float) set,
 the process's wall clock (``time.time``, ``datetime.now`` and the rest that ``time-machine``
 patches; never the monotonic clocks) reads real time plus the offset and advances in real time.
-Every process of the stack gets the same offset, so their clocks agree with each other and with
-the PostgreSQL server, which runs under libfaketime with the same offset.
+Every process of the stack gets the same offset, and reads its clock once at start (time-machine
+ticks from the first reading), so their clocks agree with each other and with the PostgreSQL
+server, which runs under libfaketime with the same offset.
 """
 
 from __future__ import annotations
@@ -20,3 +21,7 @@ if _OFFSET:
 
     _TRAVELLER = time_machine.travel(time.time() + float(_OFFSET), tick=True)
     _TRAVELLER.start()
+    # time-machine starts a ticking clock from its first reading, not from start(): read it now,
+    # or this process lags by whatever its imports take before they first ask the time (up to
+    # half a second apart between the stack's processes under load, seen on Asset-hop timings)
+    time.time()
