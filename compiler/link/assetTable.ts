@@ -4,6 +4,7 @@ import type { Contract, Dataset, IngestionContract } from "../model/contract.js"
 import { canonicalJson } from "../support/canonical-json.js";
 import { compareStrings } from "../support/compare.js";
 import { sourceAssetUri } from "../support/partitions.js";
+import { queueWatcherOf } from "./queueTrigger.js";
 import { normaliseUri } from "../support/uri.js";
 import { checkUri } from "../validate/rules/ValidUriRule.js";
 import type { Located, ValidatedProject } from "../validate/validateDocuments.js";
@@ -206,6 +207,8 @@ export function buildAssetTable(validated: ValidatedProject, config: Orchestrati
       location: located.source.locate(["source", "name"]),
       uriLocation: located.source.locate(["source", "uri"]),
     };
+    const watcher = queueWatcherOf(c);
+    if (watcher) asset.watchers = [watcher];
     if (s.schema_version !== undefined) {
       asset.schemaVersion = s.schema_version;
       asset.schemaVersionLocation = located.source.locate(["source", "schema_version"]);
