@@ -25,7 +25,7 @@ from contract_runtime.state import run_objects
 from contract_runtime.tables import target_table
 from contract_runtime.warehouse import DuckDBWarehouse, Warehouse
 from runtime_support import dag_entry, run_identity, write_manifest
-from servers import S3_CONN_ID, s3_client, s3_connection_json, s3_server
+from servers import S3_CONN_ID, s3_client, s3_connection_json, s3_server, sqs_client
 
 CONTRACT = "sales.orders_raw"
 SOURCE = "shop.orders_export"
@@ -209,3 +209,35 @@ def test_named_objects_reads_s3_and_sns_bodies_and_refuses_other_messages() -> N
     with pytest.raises(QueueMessageError, match=r"sales\.orders_raw: message m-\w+ from the queue .* is not an S3 event notification"):
         named_objects([watcher_event("plain text")], source_asset=SOURCE, contract_id=CONTRACT, queue=QUEUE)
     assert named_objects([], source_asset=SOURCE, contract_id=CONTRACT, queue=QUEUE) == ([], [])
+
+
+def test_the_watchers_trigger_receives_a_notification_from_moto_sqs(s3: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The trigger the compiler renders (``MessageQueueTrigger(scheme="sqs", ...)``), run as the
+    triggerer runs it, against moto's SQS on loopback: its event's payload is what
+    :func:`named_objects` reads, and the message is gone from the queue after it."""
+    import asyncio
+
+    from airflow.providers.common.messaging.triggers.msg_queue import MessageQueueTrigger
+
+    monkeypatch.setenv(f"AIRFLOW_CONN_{S3_CONN_ID.upper()}", s3_connection_json(s3))
+    sqs = sqs_client(s3)
+    url = sqs.create_queue(QueueName="ca-watcher-trigger")["QueueUrl"]
+    sqs.send_message(QueueUrl=url, MessageBody=s3_notification("bkt", "orders/one two.csv"))
+    trigger = MessageQueueTrigger(scheme="sqs", sqs_queue=url, aws_conn_id=S3_CONN_ID, waiter_delay=1)
+    classpath, kwargs = trigger.serialize()
+    assert classpath == "airflow.providers.amazon.aws.triggers.sqs.SqsSensorTrigger" and kwargs["sqs_queue"] == url
+
+    async def first_event() -> Any:
+        async for event in trigger.run():
+            return event
+        return None
+
+    event = asyncio.run(asyncio.wait_for(first_event(), timeout=60))
+    assert event is not None and event.payload["status"] == "success"
+    extra = {"from_trigger": True, "payload": event.payload}
+    found, _ = named_objects(
+        [{"asset": SOURCE, "extra": extra}], source_asset=SOURCE, contract_id=CONTRACT, queue=url
+    )
+    assert [o.uri for o in found] == ["s3://bkt/orders/one two.csv"]
+    left = sqs.receive_message(QueueUrl=url, WaitTimeSeconds=1).get("Messages", [])
+    assert left == []
