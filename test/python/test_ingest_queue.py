@@ -217,7 +217,9 @@ def test_the_watchers_trigger_receives_a_notification_from_moto_sqs(s3: dict[str
     :func:`named_objects` reads, and the message is gone from the queue after it."""
     import asyncio
 
-    from airflow.providers.common.messaging.triggers.msg_queue import MessageQueueTrigger
+    from airflow.providers.common.messaging.triggers.msg_queue import (
+        MessageQueueTrigger,
+    )
 
     monkeypatch.setenv(f"AIRFLOW_CONN_{S3_CONN_ID.upper()}", s3_connection_json(s3))
     sqs = sqs_client(s3)

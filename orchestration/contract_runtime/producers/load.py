@@ -242,6 +242,7 @@ def queued_objects(request: ProduceRequest, location: str, conn_id: str | None) 
                 f"{request.contract_id}: queue message {item.message_id} ({item.event_name}) names {item.uri!r}, "
                 f"which does not exist (read with Connection {conn_id!r}): nothing was loaded"
             )
+        log.info("%s: queue message %s (%s) names %s", request.contract_id, item.message_id, item.event_name, item.uri)
         objects.extend(objectstore.list_objects(item.uri, conn_id, contract_id=request.contract_id))
     # Sort for determinism: messages arrive in any order.
     return sorted(objects, key=lambda o: o.uri), conn_id, f"queue {queue['queue']}: {len(objects)} object(s)"
