@@ -88,7 +88,15 @@ export function buildAssetTable(validated: ValidatedProject, config: Orchestrati
           return;
         }
         // The same external twice must be the same Asset: Airflow compares group and extra too.
-        const field = existing.group !== asset.group ? "group (domain)" : canonicalJson(existing.extra) !== canonicalJson(asset.extra) ? "owner or extra" : undefined;
+        // Watchers too (ADR 0034): Airflow keeps one definition, and one without them drops the trigger.
+        const field =
+          existing.group !== asset.group
+            ? "group (domain)"
+            : canonicalJson(existing.extra) !== canonicalJson(asset.extra)
+              ? "owner or extra"
+              : canonicalJson(existing.watchers ?? []) !== canonicalJson(asset.watchers ?? [])
+                ? "watcher (trigger.queue of the ingestion contracts loading it)"
+                : undefined;
         if (field) table.clashes.push({ kind: "externalDeclaration", asset, existing, field });
         return;
       }
