@@ -968,14 +968,23 @@ class LiveStack:
         return list(self.get(f"/dags/{_q(dag_id)}/dagRuns/{_q(run_id)}/taskInstances", key="task_instances"))
 
     def task_log(self, dag_id: str, run_id: str, task_id: str, try_number: int = 1) -> str:
-        """The task try's log as text (the api-server reads the local log files)."""
+        """The task try's log as text (the api-server reads the local log files): each record's
+        ``event``, and under a record with an exception each ``<type>: <message>`` of its
+        ``error_detail`` (as the UI shows it)."""
         path = f"/dags/{_q(dag_id)}/dagRuns/{_q(run_id)}/taskInstances/{_q(task_id)}/logs/{try_number}"
         body = self.get(path, full_content="true")
         content = body.get("content") if isinstance(body, dict) else body
         if isinstance(content, list):
-            return "\n".join(
-                str(c.get("event", "")) if isinstance(c, dict) else str(c) for c in content
-            )
+            lines: list[str] = []
+            for c in content:
+                if not isinstance(c, dict):
+                    lines.append(str(c))
+                    continue
+                lines.append(str(c.get("event", "")))
+                for detail in c.get("error_detail") or []:
+                    if isinstance(detail, dict):
+                        lines.append(f"  {detail.get('exc_type', '')}: {detail.get('exc_value', '')}")
+            return "\n".join(lines)
         return str(content)
 
     def wait_until_quiescent(self, timeout: float = 300, settle: float = 6) -> list[dict[str, Any]]:

@@ -514,6 +514,42 @@ export const Diagnostics = {
     "error",
     (a) => `${a.field} holds the placeholder {partition}, but this contract is not partitioned: only a run with a partition key can fill it, so every run would read the literal text; declare "partitioning", or remove the placeholder`,
   ),
+  // 4: link, event-driven ingestion (issue 36; ADR 0034)
+  QueueTriggerNotLoad: entry<{ what: string }>(
+    "CA4620",
+    "error",
+    (a) => `trigger.queue is for an ingestion contract of mode load, and this is ${a.what}: only a load reads the objects a queue message names`,
+  ),
+  QueueTriggerNotAlone: entry<{ other: string }>(
+    "CA4621",
+    "error",
+    (a) => `trigger.queue cannot be combined with ${a.other}: an event-driven ingestion runs when a message arrives, and on nothing else; remove one of them`,
+  ),
+  QueueUrlMalformed: entry<{ url: string; detail: string }>(
+    "CA4622",
+    "error",
+    (a) => `${q(a.url)} is not an SQS queue URL (${a.detail}); write it as "https://sqs.<region>.amazonaws.com/<account id>/<queue name>", or an endpoint's "http(s)://<host>/<account id>/<queue name>"`,
+  ),
+  QueueTriggerPartitioned: entry(
+    "CA4623",
+    "error",
+    () => `a partitioned contract cannot run on trigger.queue: Airflow 3.2's AssetWatcher events carry no partition key, and an event without one never starts a partitioned DAG ("missing partition key"); drop "partitioning", or run on a cron`,
+  ),
+  QueueTriggerOnManifestSource: entry<{ extract: string }>(
+    "CA4624",
+    "error",
+    (a) => `this load's source is the dataset of the extract contract ${q(a.extract)}, whose manifest's Asset event triggers it: a queue has nothing to add; remove trigger.queue`,
+  ),
+  QueueSourceNotS3: entry<{ uri: string }>(
+    "CA4625",
+    "error",
+    (a) => `trigger.queue reads S3 event notifications, so source.uri must be an s3:// location, not ${q(a.uri)}`,
+  ),
+  QueueFieldWithoutQueue: entry<{ field: string }>(
+    "CA4626",
+    "error",
+    (a) => `trigger.${a.field} is set without trigger.queue: it configures the queue's watcher; add trigger.queue or remove it`,
+  ),
   // 4: link, dbt projects (issue 11; ADR 0012)
   DbtManifestMissing: entry<{ project: string; manifest: string }>(
     "CA4401",

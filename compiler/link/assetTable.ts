@@ -4,6 +4,7 @@ import type { Contract, Dataset, IngestionContract } from "../model/contract.js"
 import { canonicalJson } from "../support/canonical-json.js";
 import { compareStrings } from "../support/compare.js";
 import { sourceAssetUri } from "../support/partitions.js";
+import { queueWatcherOf } from "./queueTrigger.js";
 import { normaliseUri } from "../support/uri.js";
 import { checkUri } from "../validate/rules/ValidUriRule.js";
 import type { Located, ValidatedProject } from "../validate/validateDocuments.js";
@@ -87,7 +88,15 @@ export function buildAssetTable(validated: ValidatedProject, config: Orchestrati
           return;
         }
         // The same external twice must be the same Asset: Airflow compares group and extra too.
-        const field = existing.group !== asset.group ? "group (domain)" : canonicalJson(existing.extra) !== canonicalJson(asset.extra) ? "owner or extra" : undefined;
+        // Watchers too (ADR 0034): Airflow keeps one definition, and one without them drops the trigger.
+        const field =
+          existing.group !== asset.group
+            ? "group (domain)"
+            : canonicalJson(existing.extra) !== canonicalJson(asset.extra)
+              ? "owner or extra"
+              : canonicalJson(existing.watchers ?? []) !== canonicalJson(asset.watchers ?? [])
+                ? "watcher (trigger.queue of the ingestion contracts loading it)"
+                : undefined;
         if (field) table.clashes.push({ kind: "externalDeclaration", asset, existing, field });
         return;
       }
@@ -206,6 +215,8 @@ export function buildAssetTable(validated: ValidatedProject, config: Orchestrati
       location: located.source.locate(["source", "name"]),
       uriLocation: located.source.locate(["source", "uri"]),
     };
+    const watcher = queueWatcherOf(c);
+    if (watcher) asset.watchers = [watcher];
     if (s.schema_version !== undefined) {
       asset.schemaVersion = s.schema_version;
       asset.schemaVersionLocation = located.source.locate(["source", "schema_version"]);

@@ -13,7 +13,10 @@ export function notifierPlan(config: OrchestrationConfig, name: string | undefin
 
 /** True when Airflow creates runs of the contract's DAG from Asset events (alone or with a cron). */
 export function isAssetTriggered(entry: Pick<LinkedContract, "contract" | "upstreams">): boolean {
-  return entry.contract.trigger !== "manual" && entry.upstreams.some((u) => u.trigger);
+  const trigger = entry.contract.trigger;
+  // A queue contract runs on its source's watcher events (ADR 0034).
+  if (typeof trigger === "object" && trigger.queue !== undefined) return true;
+  return trigger !== "manual" && entry.upstreams.some((u) => u.trigger);
 }
 
 /** The notifier name a contract's deadline uses: its `deadline_notifier`, else the monitor's. */

@@ -1,6 +1,6 @@
 import type { Diagnostics } from "../diagnostics/catalogue.js";
 import type { Diagnostic, SourceLocation } from "../diagnostics/diagnostic.js";
-import type { DeadlinePlan } from "../model/manifest.js";
+import type { AssetWatcherPlan, DeadlinePlan } from "../model/manifest.js";
 import type { Contract, ExternalAssetsDocument, RunSettings, Status } from "../model/contract.js";
 import type { Located } from "../validate/validateDocuments.js";
 import type { OrchestrationConfig } from "./config.js";
@@ -32,6 +32,8 @@ export interface AssetDeclaration {
   schemaVersionLocation?: SourceLocation;
   /** An external asset with a freshness policy: the system that posts its Asset events. */
   publishedBy?: string;
+  /** An event-driven ingestion's source: its AssetWatcher (`queueWatcherOf`, ADR 0034). */
+  watchers?: AssetWatcherPlan[];
 }
 
 /** A contract's upstream after resolution. */

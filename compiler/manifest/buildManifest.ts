@@ -56,6 +56,7 @@ export function buildManifest(
       // Sort for determinism.
       renamed_from: [...(dataset?.renamed_from ?? [])].sort(compareStrings),
       ...(a.external && project.config.sampleData.has(a.name) ? { sample_data: project.config.sampleData.get(a.name)! } : {}),
+      ...(a.watchers ? { watchers: a.watchers } : {}),
     };
     if (records && dataset) records.madeOf(record, { path: producer!.located.source.file.path, dataset: datasetIndex, schema: record.schema!, quality: record.quality, renamedFrom: record.renamed_from });
     assets.push(record);

@@ -76,6 +76,16 @@ export interface TriggerObject {
   cron?: string;
   timezone?: string;
   schedule_ref?: string;
+  /**
+   * Event-driven ingestion (issue 36, ADR 0034): the URL of the SQS queue that receives the source
+   * bucket's S3 event notifications. The source Asset gets an `AssetWatcher` over
+   * `MessageQueueTrigger(scheme="sqs")`; alone in the trigger (CA4621), load only (CA4620, CA4624).
+   */
+  queue?: string;
+  /** The AWS Connection the triggerer polls `queue` with; default `source.connection_id`, else `aws_default`. */
+  conn_id?: string;
+  /** How long the watcher sleeps after an empty poll (ISO-8601 duration, whole seconds); default `PT60S`, the provider's. */
+  poll_interval?: string;
 }
 
 export type Producer =

@@ -89,6 +89,25 @@ export interface ManifestAsset {
   renamed_from: string[];
   /** External assets only: the project-relative file that stands in for it in local runs. */
   sample_data?: string;
+  /** The AssetWatchers of an event-driven ingestion's source (issue 36, ADR 0034); absent otherwise. */
+  watchers?: AssetWatcherPlan[];
+}
+
+/**
+ * An `AssetWatcher` on an event-driven ingestion's source Asset (issue 36, ADR 0034): rendered as
+ * `AssetWatcher(name=..., trigger=MessageQueueTrigger(scheme="sqs", sqs_queue=..., aws_conn_id=...,
+ * waiter_delay=...))`, polled by the triggerer.
+ */
+export interface AssetWatcherPlan {
+  /** `<contract id>.queue`. */
+  name: string;
+  scheme: "sqs";
+  /** The SQS queue URL (`support/sqsQueue.ts`). */
+  queue: string;
+  /** The AWS Connection the triggerer polls with: `trigger.conn_id`, else `source.connection_id`, else `aws_default`. */
+  conn_id: string;
+  /** Seconds the watcher sleeps after an empty poll (`trigger.poll_interval`, default 60, the provider's). */
+  poll_interval_seconds: number;
 }
 
 /** upstream asset → produced asset, through the producing DAG. */
@@ -356,6 +375,8 @@ export interface LoadRuntime extends RuntimeCommon {
   /** Local runs only (scripts/localrun.py): the file seeded as the source. */
   sample_data?: string;
   proposals?: Proposals;
+  /** Event-driven ingestion: the run loads the objects its triggering Asset events' messages name. */
+  queue?: AssetWatcherPlan;
 }
 
 export interface ExtractRuntime extends RuntimeCommon {

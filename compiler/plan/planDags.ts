@@ -1,6 +1,7 @@
 import type { StageResult } from "../diagnostics/diagnostic.js";
 import type { OrchestrationConfig } from "../link/config.js";
 import { dbtManifestPath, dbtPublishers, resolveDbtProducer } from "../link/dbtProject.js";
+import { queueWatcherOf } from "../link/queueTrigger.js";
 import { DEFAULT_LAYER, type LinkedContract, type LinkedProject } from "../link/linkProject.js";
 import { canonicalCondition, conditionNode } from "../model/conditions.js";
 import type { Contract, QualityRule } from "../model/contract.js";
@@ -167,6 +168,7 @@ function runtimeOf(
       return { kind: "IngestionContract", ...common, producer: { type: "extract" }, source: contract.source, mode: "extract", landing: contract.landing, ...ingestion };
     }
     const m = c.manifestSource;
+    const watcher = queueWatcherOf(contract);
     // A load of an extract's dataset reads the manifests under that extract's landing (DESIGN §3.2).
     const manifest: ManifestSource | undefined = m
       ? { contract: m.contract, uri: m.uri, ...(m.connection_id !== undefined ? { connection_id: m.connection_id } : {}), ...(m.sampleData ? { local_demo: true as const } : {}) }
@@ -179,6 +181,7 @@ function runtimeOf(
       mode: contract.mode,
       ...(contract.incremental ? { incremental: contract.incremental } : {}),
       ...ingestion,
+      ...(watcher ? { queue: watcher } : {}),
     };
   }
   const p = contract.producer;
@@ -271,7 +274,8 @@ export function planDags(project: LinkedProject): StageResult<DagPlan[]> {
       description: contract.description ?? "",
       tags: contract.tags ?? [],
       schedule: {
-        assets: conditionOf(contract, triggering),
+        // An event-driven ingestion runs on its source's Asset events, which its watcher makes (ADR 0034).
+        assets: queueWatcherOf(contract) && c.sourceAsset !== undefined ? { asset: c.sourceAsset } : conditionOf(contract, triggering),
         cron: c.timetable ? { expression: c.timetable.cron, timezone: c.timetable.timezone } : null,
         ...partitionSchedule(c, triggering, grainOf),
       },

@@ -1,6 +1,7 @@
 import Handlebars from "handlebars";
 import type { StageResult } from "../diagnostics/diagnostic.js";
 import type { Manifest, ManifestAsset } from "../manifest/buildManifest.js";
+import type { AssetWatcherPlan } from "../model/manifest.js";
 import type { ConditionNode, DagPlan } from "../plan/planDags.js";
 import type { FreshnessMonitorPlan } from "../plan/planFreshnessMonitor.js";
 import { readPackageFile } from "../support/package-root.js";
@@ -29,7 +30,21 @@ function freshnessMonitorTemplate(): Handlebars.TemplateDelegate {
 }
 
 /** An Asset's fields as the templates render them (Python literals), the same in every module that declares it. */
-type AssetLiterals = Record<"name" | "uri" | "airflowUri" | "group" | "extra", string | null>;
+type AssetLiterals = Record<"name" | "uri" | "airflowUri" | "group" | "extra" | "watchers", string | null>;
+
+/**
+ * An Asset's `watchers=` list as Python (issue 36, ADR 0034): one `AssetWatcher` over the
+ * messaging provider's `MessageQueueTrigger`, whose `scheme` picks the SQS provider and whose
+ * other keywords go to `SqsSensorTrigger` as they are (`providers/common/messaging/triggers/msg_queue.py`).
+ */
+function watchersLiteral(watchers: readonly AssetWatcherPlan[]): string {
+  const items = watchers.map(
+    (w) =>
+      `AssetWatcher(name=${pythonString(w.name)}, trigger=MessageQueueTrigger(scheme=${pythonString(w.scheme)}, sqs_queue=${pythonString(w.queue)}, ` +
+      `aws_conn_id=${pythonString(w.conn_id)}, waiter_delay=${pythonLiteral(w.poll_interval_seconds)}))`,
+  );
+  return `[${items.join(", ")}]`;
+}
 
 /**
  * Each Asset's {@link AssetLiterals}, made once per render of a manifest: an Asset is declared by
@@ -47,6 +62,7 @@ function assetView(a: ManifestAsset, variable: string | undefined, views?: Asset
       airflowUri: a.airflow_uri === undefined ? null : pythonString(a.airflow_uri),
       group: pythonString(a.group),
       extra: pythonLiteral(a.extra),
+      watchers: a.watchers && a.watchers.length > 0 ? watchersLiteral(a.watchers) : null,
     };
     views?.set(a, literals);
   }
@@ -77,8 +93,13 @@ function deadlineExpression(dag: DagPlan, imports: Set<string>): string | undefi
 export function renderFreshnessMonitor(monitor: FreshnessMonitorPlan, assets: ReadonlyMap<string, ManifestAsset>, views?: AssetViews): string {
   const names = monitor.assets.map((a) => a.name);
   const variables = variableNames(names);
+  // An Asset is rendered with its watchers wherever it is declared: a module without them would
+  // make Airflow drop the watcher when it collects that module's Assets (ADR 0034).
+  const watched = names.some((name) => (assets.get(name)!.watchers ?? []).length > 0);
   return freshnessMonitorTemplate()({
     compilerVersion: COMPILER_VERSION,
+    sdkImports: watched ? "Asset, AssetWatcher, CronTriggerTimetable, DAG" : "Asset, CronTriggerTimetable, DAG",
+    messageQueueImport: watched,
     dagIdText: monitor.dag_id,
     dagId: pythonString(monitor.dag_id),
     assets: names.map((name) => assetView(assets.get(name)!, variables.get(name), views)),
@@ -197,7 +218,7 @@ export function dagRenderInputs(dag: DagPlan): Record<string, unknown> {
 
 /** Every field of an Asset's manifest record a module's render reads (`assetView`; see {@link dagRenderInputs}). */
 export function assetRenderInputs(a: ManifestAsset): Record<string, unknown> {
-  return { name: a.name, uri: a.uri, airflow_uri: a.airflow_uri, group: a.group, extra: a.extra };
+  return { name: a.name, uri: a.uri, airflow_uri: a.airflow_uri, group: a.group, extra: a.extra, watchers: a.watchers };
 }
 
 /** Project-relative path of the freshness monitor's module: `generated/dags/<dag_id>.py` under `outDir`. */
@@ -215,7 +236,10 @@ export function renderDagModule(dag: DagPlan, assets: ReadonlyMap<string, Manife
   const imports = new Set(["DAG", "Asset"]);
   const schedule = scheduleExpression(dag, variables, imports);
   const deadline = deadlineExpression(dag, imports);
+  const watched = used.some((name) => (assets.get(name)!.watchers ?? []).length > 0);
+  if (watched) imports.add("AssetWatcher");
   return dagTemplate()({
+    messageQueueImport: watched,
     compilerVersion: COMPILER_VERSION,
     contractPath: dag.contract.replace(/[^\x20-\x7e]/g, "?"),
     contractSha256: dag.contract_sha256,

@@ -117,6 +117,22 @@ class PartitioningPlan(TypedDict):
     key_format: str
 
 
+class AssetWatcherPlan(TypedDict):
+    """An AssetWatcher on an event-driven ingestion's source Asset (issue 36, ADR 0034):
+    ``MessageQueueTrigger(scheme="sqs", sqs_queue=queue, aws_conn_id=conn_id,
+    waiter_delay=poll_interval_seconds)``."""
+
+    #: ``<contract id>.queue``.
+    name: str
+    scheme: Literal["sqs"]
+    #: The SQS queue URL.
+    queue: str
+    #: The AWS Connection id the triggerer polls the queue with.
+    conn_id: str
+    #: Seconds the watcher sleeps after an empty poll.
+    poll_interval_seconds: int
+
+
 class ManifestAsset(TypedDict):
     name: str
     uri: str
@@ -136,6 +152,8 @@ class ManifestAsset(TypedDict):
     quality: list[QualityRule]
     renamed_from: list[str]
     sample_data: NotRequired[str]
+    #: The AssetWatchers of an event-driven ingestion's source (issue 36, ADR 0034).
+    watchers: NotRequired[list[AssetWatcherPlan]]
 
 
 Edge = TypedDict("Edge", {"from": str, "to": str, "via": str})
@@ -416,6 +434,8 @@ class LoadRuntime(RuntimeCommon):
     #: Local runs only (``scripts/localrun.py``).
     sample_data: NotRequired[str]
     proposals: NotRequired[Proposals]
+    #: Event-driven ingestion: the run loads the objects its triggering events' messages name.
+    queue: NotRequired[AssetWatcherPlan]
 
 
 class ExtractRuntime(RuntimeCommon):

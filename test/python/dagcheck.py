@@ -229,7 +229,7 @@ def expected_expression(node: Mapping[str, Any], assets: Mapping[str, Mapping[st
     """The as_expression() Airflow should give for a manifest ConditionNode."""
     if "asset" in node:
         asset = assets[node["asset"]]
-        return {"asset": {"uri": asset["uri"], "name": asset["name"], "group": asset["group"]}}
+        return {"asset": {"uri": airflow_uri(asset), "name": asset["name"], "group": asset["group"]}}
     (op,) = node.keys()
     assert op in ("all", "any"), f"unknown condition node {node!r}"
     return {op: [expected_expression(child, assets) for child in node[op]]}
@@ -266,8 +266,13 @@ def asset_fields(asset) -> dict[str, Any]:
     return {"name": asset.name, "uri": asset.uri, "group": asset.group, "extra": asset.extra}
 
 
+def airflow_uri(asset: Mapping[str, Any]) -> str:
+    """The URI Airflow stores for a manifest Asset: ``airflow_uri`` when the manifest says it differs."""
+    return str(asset.get("airflow_uri", asset["uri"]))
+
+
 def manifest_asset_fields(asset: Mapping[str, Any]) -> dict[str, Any]:
-    return {"name": asset["name"], "uri": asset["uri"], "group": asset["group"], "extra": asset["extra"]}
+    return {"name": asset["name"], "uri": airflow_uri(asset), "group": asset["group"], "extra": asset["extra"]}
 
 
 def check_partition_schedule(timetable: Any, schedule: Mapping[str, Any], where: str) -> None:

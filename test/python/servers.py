@@ -64,12 +64,13 @@ def postgres_server() -> Iterator[dict[str, Any]]:
         shutil.rmtree(server.base, ignore_errors=True)
 
 
-#: What the S3 test user may do: everything, except read objects under ``locked/`` (the
-#: "unreadable object" fault: listed, but GetObject is denied).
+#: What the S3 test user may do: everything (SQS too: one moto server serves both, for the
+#: event-driven ingestion tests), except read objects under ``locked/`` (the "unreadable object"
+#: fault: listed, but GetObject is denied).
 _S3_POLICY = {
     "Version": "2012-10-17",
     "Statement": [
-        {"Effect": "Allow", "Action": ["s3:*", "iam:*", "sts:*"], "Resource": "*"},
+        {"Effect": "Allow", "Action": ["s3:*", "sqs:*", "iam:*", "sts:*"], "Resource": "*"},
         {"Effect": "Deny", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::*/locked/*"},
     ],
 }
@@ -85,6 +86,19 @@ def s3_client(server: dict[str, Any], *, access_key: str | None = None, secret_k
         region_name="us-east-1",
         aws_access_key_id=access_key or server["access_key"],
         aws_secret_access_key=secret_key or server["secret_key"],
+    )
+
+
+def sqs_client(server: dict[str, Any]) -> Any:
+    """A boto3 SQS client for the test server (setup side channel): the same moto server and user as S3."""
+    import boto3
+
+    return boto3.client(
+        "sqs",
+        endpoint_url=server["endpoint_url"],
+        region_name="us-east-1",
+        aws_access_key_id=server["access_key"],
+        aws_secret_access_key=server["secret_key"],
     )
 
 

@@ -11,6 +11,7 @@ import { KnownScheduleRefRule } from "./KnownScheduleRefRule.js";
 import { KnownUpstreamRule } from "./KnownUpstreamRule.js";
 import { LiveUpstreamRule } from "./LiveUpstreamRule.js";
 import { MatchingSchemaVersionRule } from "./MatchingSchemaVersionRule.js";
+import { QueueTriggerRule } from "./QueueTriggerRule.js";
 import { ReadExternalAssetRule } from "./ReadExternalAssetRule.js";
 import type { LinkRule } from "./rule.js";
 import { ShortIdentifierRule } from "./ShortIdentifierRule.js";
@@ -45,5 +46,6 @@ export const LINK_RULES: readonly LinkRule[] = [
   FrequentEnoughCronRule,
   AlignedPartitionsRule,
   TriggeredLoadRule,
+  QueueTriggerRule,
   ReadExternalAssetRule,
 ];

@@ -48,7 +48,9 @@ export const FreshnessPolicyRule: DocumentRule = {
       }
     }
     if (freshness.deadline_reference === "logical_date") {
-      const assetTriggered = (document.upstreams ?? []).some((u) => u.trigger !== false) && document.trigger !== "manual";
+      // A queue contract runs on its source's watcher events: asset-triggered too (ADR 0034).
+      const queued = typeof document.trigger === "object" && document.trigger.queue !== undefined;
+      const assetTriggered = queued || ((document.upstreams ?? []).some((u) => u.trigger !== false) && document.trigger !== "manual");
       if (assetTriggered) {
         context.report(
           createDiagnostic(Diagnostics.LogicalDateDeadlineOnAssets, {}, context.source.locate(["freshness", "deadline_reference"]), {

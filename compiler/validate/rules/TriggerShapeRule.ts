@@ -28,7 +28,7 @@ function repeatedMembers(condition: AssetCondition, path: Array<string | number>
 }
 
 /**
- * A contract says when it runs: triggering upstreams, a cron or schedule_ref, or `trigger: manual`;
+ * A contract says when it runs: triggering upstreams, a cron or schedule_ref, a queue, or `trigger: manual`;
  * `manual` has no triggering upstreams; every leaf of a trigger tree is a triggering upstream, and
  * every triggering upstream appears in the tree; a member repeated within one group is a warning
  * (CA3804). Why: Airflow would otherwise build a DAG that never
@@ -48,7 +48,8 @@ export const TriggerShapeRule: DocumentRule = {
       });
       return;
     }
-    const timed = trigger?.cron !== undefined || trigger?.schedule_ref !== undefined;
+    // A queue (ADR 0034) schedules the DAG on its source's watcher events; QueueTriggerRule checks the rest.
+    const timed = trigger?.cron !== undefined || trigger?.schedule_ref !== undefined || trigger?.queue !== undefined;
     if (triggering.length === 0 && !timed) {
       // A load whose source is an extract's dataset is triggered by it: link knows (TriggeredLoadRule).
       if (document.kind === "IngestionContract" && document.mode === "load" && trigger === undefined) return;

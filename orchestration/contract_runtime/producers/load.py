@@ -7,6 +7,11 @@ Where the objects come from (:func:`source_objects`):
 - ``source.manifest`` (compiled when the source is an ``extract`` contract's dataset): every
   extract manifest (``<landing>/run-*/_manifest.json``) and exactly the files each one lists;
   a file whose SHA-256 differs from its manifest fails the task;
+- an event-driven load (``runtime.queue``, ``trigger: {queue: ...}``; ADR 0034): the objects the
+  S3 event notifications of its triggering Asset events name (:func:`queued_objects`,
+  :mod:`contract_runtime.s3_events`), each of which must exist (else :class:`QueuedObjectMissing`)
+  and be at ``source.uri``; a run with no message among its events (a manual run) lists
+  ``source.uri`` instead;
 - else ``source.uri`` with ``source.connection_id``, through
   :mod:`contract_runtime.objectstore` (Airflow's ``ObjectStoragePath``): one object, a prefix or
   a glob, on any scheme a provider registers.
@@ -33,12 +38,18 @@ Incremental (``incremental.watermark: <column>``):
   failed run loads its objects again next time, and a re-run of a published DAG run finds the
   publication and does not swap again (no duplicate rows).
 
+An event-driven load accumulates as an incremental one does, with or without a watermark: its
+objects are added to the published rows (a primary key they repeat takes the new row), and an
+object already loaded (a redelivered message) is skipped.
+
 When the target table does not exist, the stored watermark and object records are ignored and
-everything is loaded. Without ``incremental`` every object is loaded on every run.
+everything is loaded. Without ``incremental`` (and without a queue) every object is loaded on
+every run, and the objects' rows replace the table.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import logging
 import os
@@ -58,17 +69,20 @@ from contract_runtime.manifest import project_root, resolve_project_path
 from contract_runtime.objectstore import StoredObject
 from contract_runtime.partitions import partition_of
 from contract_runtime.producers import ProduceRequest, ProducerError
+from contract_runtime.s3_events import named_objects
 from contract_runtime.sqlutil import quote_ident, sql_type
 from contract_runtime.state import get_watermark, loaded_versions, record_objects
 
 __all__ = [
     "MANIFEST_NAME",
     "PARTITION_PLACEHOLDER",
+    "QueuedObjectMissing",
     "SourceValueError",
     "describe_source",
     "fail_on_drift",
     "local_stand_in",
     "produce",
+    "queued_objects",
     "read_source",
     "source_objects",
     "with_partition",
@@ -166,12 +180,72 @@ def source_objects(request: ProduceRequest) -> tuple[list[StoredObject], str | N
         return sorted(objects, key=lambda o: o.uri), conn_id, pattern
     uri = with_partition(request, str(source.get("uri", "")))
     conn_id = source.get("connection_id")
+    queue = runtime.get("queue")
+    if queue:
+        named = queued_objects(request, uri, conn_id)
+        if named is not None:
+            return named
     objects = objectstore.list_objects(uri, conn_id, contract_id=request.contract_id)
     if not objects:
         raise objectstore.ObjectStoreError(
             f"{request.contract_id}: no object matches {uri!r} (Connection {conn_id!r})"
         )
     return objects, conn_id, uri
+
+
+class QueuedObjectMissing(objectstore.ObjectStoreError):
+    """A queue message names an object that does not exist (not retryable: the message is gone)."""
+
+
+def _under(uri: str, location: str) -> bool:
+    """Whether object ``uri`` is at ``location``: the object itself, under the prefix, or matching the glob."""
+    if any(ch in location for ch in "*?["):
+        return fnmatch.fnmatchcase(uri, location)
+    return uri == location or uri.startswith(location if location.endswith("/") else location + "/")
+
+
+def queued_objects(request: ProduceRequest, location: str, conn_id: str | None) -> tuple[list[StoredObject], str | None, str] | None:
+    """The objects an event-driven run loads (``runtime.queue``; ADR 0034): those the queue
+    messages of its triggering Asset events name (:func:`contract_runtime.s3_events.named_objects`),
+    or None when no event carries a message (a manual run: the caller lists ``location``, and
+    objects loaded before are skipped).
+
+    :param location: ``source.uri``; every named object must be at it.
+    :returns: ``(objects sorted by URI, connection id, "queue <url>: n message object(s)")``.
+    :raises QueuedObjectMissing: A named object does not exist (names the contract, the object,
+        the Connection and the message).
+    :raises ObjectStoreError: A named object outside ``location``, or one that cannot be read.
+    :raises QueueMessageError: A message that is not an S3 event notification.
+    """
+    queue = request.runtime["queue"]
+    source = request.runtime.get("source") or {}
+    named, skipped = named_objects(
+        request.run.triggering_events, source_asset=str(source.get("name", "")), contract_id=request.contract_id, queue=str(queue["queue"])
+    )
+    for line in skipped:
+        log.info("%s: skipped %s", request.contract_id, line)
+    if not named:
+        if skipped:
+            log.info("%s: the queue messages name no new object", request.contract_id)
+            return [], conn_id, f"queue {queue['queue']}: 0 objects"
+        log.info("%s: no queue message among the triggering events: listing %s", request.contract_id, location)
+        return None
+    objects: list[StoredObject] = []
+    for item in named:
+        if not _under(item.uri, location):
+            raise objectstore.ObjectStoreError(
+                f"{request.contract_id}: queue message {item.message_id} names {item.uri!r}, which is not under "
+                f"source.uri {location!r}: not loaded (the bucket notifies this queue of objects the contract does not read)"
+            )
+        if not objectstore.exists(item.uri, conn_id, contract_id=request.contract_id):
+            raise QueuedObjectMissing(
+                f"{request.contract_id}: queue message {item.message_id} ({item.event_name}) names {item.uri!r}, "
+                f"which does not exist (read with Connection {conn_id!r}): nothing was loaded"
+            )
+        log.info("%s: queue message %s (%s) names %s", request.contract_id, item.message_id, item.event_name, item.uri)
+        objects.extend(objectstore.list_objects(item.uri, conn_id, contract_id=request.contract_id))
+    # Sort for determinism: messages arrive in any order.
+    return sorted(objects, key=lambda o: o.uri), conn_id, f"queue {queue['queue']}: {len(objects)} object(s)"
 
 
 def describe_source(
@@ -497,16 +571,20 @@ def produce(request: ProduceRequest) -> dict[str, Any]:
     if runtime.get("sample_data") and not source.get("manifest"):
         fmt = os.path.splitext(str(runtime["sample_data"]))[1].lstrip(".").lower() or fmt
     wm_column = (runtime.get("incremental") or {}).get("watermark")
+    # An event-driven load adds the objects its messages name to what is published (ADR 0034):
+    # it keeps the target's rows and skips loaded objects as an incremental load does.
+    accumulate = bool(wm_column) or bool(runtime.get("queue"))
     target_exists = wh.table_exists(target)
 
     watermark: tuple[str, str] | None = None
     skip: set[tuple[str, str]] = set()
-    if wm_column and target_exists:
-        stored = get_watermark(wh, request.contract_id, name)
-        if stored is not None and stored[1] is not None:
-            watermark = (str(wm_column), stored[1])
+    if accumulate and target_exists:
+        if wm_column:
+            stored = get_watermark(wh, request.contract_id, name)
+            if stored is not None and stored[1] is not None:
+                watermark = (str(wm_column), stored[1])
         skip = loaded_versions(wh, request.contract_id, name, except_run=request.run.run_id)
-    elif wm_column:
+    elif accumulate:
         log.info("%s: target %s does not exist: loading every object", request.contract_id, target.dotted)
 
     objectstore.forget_connections()
@@ -564,7 +642,7 @@ def produce(request: ProduceRequest) -> dict[str, Any]:
     with wh.transaction():
         wh.create_table(staging, types)
         wh.insert_rows(staging, names, rows)
-        if wm_column and target_exists:
+        if accumulate and target_exists:
             cols = ", ".join(quote_ident(n) for n in names)
             keys = [str(p["name"]) for p in properties if p.get("primaryKey")]
             keep = ""

@@ -1,0 +1,1 @@
+select 'a' as order_id
