@@ -286,7 +286,9 @@ def unpublished_upstreams(manifest: Mapping[str, Any], dag: Mapping[str, Any], w
     manifest produces and whose published table does not exist yet, as ``(asset, table)``.
 
     An external upstream (no producer in the manifest) is not checked: its data is published
-    outside the project. A partitioned upstream counts as published once any partition is.
+    outside the project; nor is an ``extract`` contract's dataset, which is landing files and
+    their manifest, not a table (its load reads the manifests). A partitioned upstream counts
+    as published once any partition is.
     """
     inlets = {str(name) for name in dag.get("inlets") or []}
     missing: list[tuple[str, TableRef]] = []
@@ -294,6 +296,8 @@ def unpublished_upstreams(manifest: Mapping[str, Any], dag: Mapping[str, Any], w
         if other is dag or other.get("dag_id") == dag.get("dag_id"):
             continue
         runtime = other.get("runtime") or {}
+        if (runtime.get("producer") or {}).get("type") == "extract":
+            continue
         for ds in runtime.get("datasets") or []:
             asset = str(ds.get("asset") or "")
             if asset in inlets:

@@ -240,6 +240,30 @@ class Warehouse(ABC):
         )
         return bool(n)
 
+    def materialize_view(self, table: TableRef) -> bool:
+        """Replace the view ``table`` by a table of the same name holding its rows, in one
+        transaction (``CREATE TABLE AS SELECT``, ``DROP VIEW``, ``ALTER TABLE ... RENAME``); a
+        table or a missing relation is left alone.
+
+        Write-audit-publish publishes what it audited: a view would read its sources again after
+        the audit, and one in a staging schema is dropped with that schema.
+
+        :returns: True when a view was replaced.
+        """
+        kind = self.scalar(
+            "select table_type from information_schema.tables where table_schema = ? and table_name = ?",
+            [table.schema, table.name],
+        )
+        if kind is None or "VIEW" not in str(kind).upper():
+            return False
+        tmp = TableRef(table.schema, f"{table.name}__ca_table")
+        with self.transaction():
+            self._run(f"drop table if exists {tmp.sql}", None, False)
+            self._run(f"create table {tmp.sql} as select * from {table.sql}", None, False)
+            self._run(f"drop view {table.sql}", None, False)
+            self._run(f"alter table {tmp.sql} rename to {quote_ident(table.name)}", None, False)
+        return True
+
     def columns(self, table: TableRef) -> list[Column]:
         """The columns of ``table`` in ordinal order (empty when it does not exist)."""
         rows = self.fetch(

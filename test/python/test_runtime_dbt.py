@@ -189,3 +189,90 @@ def test_a_lineage_outage_changes_no_outcome(env: dict[str, Any], monkeypatch: p
     manifest = write_manifest(env["root"], [dbt_dag(INVOICES_CURATED)])
     summary, outputs = wap(env["opener"], manifest, INVOICES_CURATED, "manual__1")
     assert summary["status"] == "passed" and outputs[0]["row_count"] == 3
+
+
+PARTITIONED_CONFIG = """apiVersion: contract-assets/v1
+kind: OrchestrationConfig
+uri_template: "x-datalake://{layer}/{domain}/{name}"
+lineage: {namespace: acme}
+defaults: {retries: 0, retry_delay: PT1S, execution_timeout: PT10M, pool: default_pool, warehouse_conn_id: warehouse}
+"""
+
+PARTITIONED_CONTRACT = """apiVersion: contract-assets/v1
+kind: TransformContract
+id: web.visits_daily
+version: 1.0.0
+status: active
+domain: web
+owner: team-web
+producer: {type: dbt, project: dbt/web, select: visits_daily}
+trigger: {cron: "0 3 * * *", timezone: UTC}
+partitioning: {column: visited_at, grain: day}
+datasets:
+  - name: visits_daily
+    schema:
+      version: 1
+      properties:
+        - {name: visited_at, logicalType: timestamp, required: true}
+        - {name: partition_key, logicalType: string, required: true}
+        - {name: partition_end, logicalType: timestamp, required: true}
+"""
+
+#: One row per hour of the run's day, computed from the vars alone: without them dbt fails.
+PARTITIONED_DBT = {
+    "dbt_project.yml": "name: web_models\nversion: '1.0.0'\nconfig-version: 2\nprofile: contract_assets\nmodel-paths: [models]\n",
+    "models/visits_daily.sql": (
+        "select cast('{{ var(\"partition_start\") }}' as timestamp) + to_hours(cast(t.i as integer)) as visited_at,\n"
+        "       '{{ var(\"partition_key\") }}' as partition_key,\n"
+        "       cast('{{ var(\"partition_end\") }}' as timestamp) as partition_end\n"
+        "from range(24) as t(i)\n"
+    ),
+}
+
+
+def test_a_partitioned_dbt_model_builds_its_key_from_the_vars(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A partitioned dbt contract compiled by the CLI, run by real dbt on DuckDB for two keys: the
+    model reads ``partition_key``, ``partition_start`` and ``partition_end`` as dbt vars (it fails
+    without them), and publish keeps each key's 24 hours next to the other's."""
+    import datetime
+
+    import dagcheck
+    from dbt_support import DBT_BIN, parse_project
+
+    root = tmp_path / "project"
+    (root / "orchestration" / "airflow" / "sources").mkdir(parents=True)
+    (root / "orchestration" / "airflow" / "sources" / "config.yaml").write_text(PARTITIONED_CONFIG, encoding="utf-8")
+    (root / "contracts" / "web").mkdir(parents=True)
+    (root / "contracts" / "web" / "visits_daily.yaml").write_text(PARTITIONED_CONTRACT, encoding="utf-8")
+    for name, text in PARTITIONED_DBT.items():
+        (root / "dbt" / "web" / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / "dbt" / "web" / name).write_text(text, encoding="utf-8")
+    parse_project(root / "dbt" / "web")
+    compiled = dagcheck.run_compile(root)
+    assert compiled.returncode == 0, compiled.describe()
+    manifest = str(root / "generated" / "manifest.json")
+    monkeypatch.setenv("CONTRACT_ASSETS_DBT_BIN", str(DBT_BIN))
+    monkeypatch.setenv("OPENLINEAGE_DISABLED", "true")
+    path = tmp_path / "warehouse.duckdb"
+
+    def opener(conn_id: str | None) -> Warehouse:
+        return DuckDBWarehouse(path)
+
+    for key in ("2026-04-15", "2026-04-16"):
+        run = run_identity(dag_id="web.visits_daily", run_id=f"scheduled__{key}", partition_key=key)
+        stages.produce(manifest, "web.visits_daily", run, opener=opener)
+        summary = stages.audit(manifest, "web.visits_daily", run, opener=opener)
+        assert summary["status"] == "passed", summary
+        (out,) = stages.publish(manifest, "web.visits_daily", run, summary, opener=opener)
+        assert (out["row_count"], out["partition"]["key"]) == (24, key), out
+    with DuckDBWarehouse(path) as wh:
+        got = wh.fetch(
+            "select partition_key, min(visited_at), max(visited_at), min(partition_end), count(*) "
+            "from web.visits_daily group by partition_key order by partition_key"
+        )
+    day = datetime.timedelta(days=1)
+    start = datetime.datetime(2026, 4, 15)
+    assert got == [
+        ("2026-04-15", start, start + datetime.timedelta(hours=23), start + day, 24),
+        ("2026-04-16", start + day, start + day + datetime.timedelta(hours=23), start + 2 * day, 24),
+    ]

@@ -271,6 +271,10 @@ def test_a_consumer_waits_for_its_upstreams_first_publish(
         slept.append(seconds)
         publish_upstream("u-1")
 
+    # an extract's dataset is landing files, never a table: its consumer (a load) does not wait for one
+    extract = {**upstream, "runtime": {**upstream["runtime"], "producer": {"type": "extract"}}}
+    assert stages.unpublished_upstreams({"dags": [extract, consumer]}, consumer, pg) == []
+
     stages.await_first_publishes(manifest, consumer, pg, timeout=60, interval=2, sleep=sleep)
     assert slept == [2]
     assert stages.unpublished_upstreams(manifest, consumer, pg) == []

@@ -29,7 +29,7 @@ from contract_runtime.dbtrun import DbtInvocation, DbtSetupError, dbt_executable
 from contract_runtime.manifest import project_root
 from contract_runtime.partitions import partition_of
 from contract_runtime.producers import ProduceRequest, ProducerError
-from contract_runtime.sqlutil import quote_ident
+from contract_runtime.sqlutil import TableRef, quote_ident
 from contract_runtime.tables import dbt_staging_schema
 
 __all__ = [
@@ -218,6 +218,10 @@ def produce(request: ProduceRequest) -> dict[str, Any]:
             f"({', '.join(elsewhere)}); remove their schema/alias config or a generate_schema_name "
             "override that ignores target.schema"
         )
+    for name in context.models:
+        # a model materialized as a view (dbt's default) is published as the table of its rows
+        if request.warehouse.materialize_view(TableRef(context.schema, name)):
+            log.info("dbt producer %s: model %s was built as a view: now a table of its rows", request.contract_id, name)
     elapsed += invocation.elapsed
     log.info("dbt producer %s: built %s in %s (%.2f s of dbt)", request.contract_id, context.models, context.schema, elapsed)
     return {"dbt": {"schema": context.schema, "models": built, "seeds": context.seeds, "elapsed": round(elapsed, 3)}}
