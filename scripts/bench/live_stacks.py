@@ -166,9 +166,27 @@ def run_corpus(stack: LiveStack, manifest: dict[str, Any]) -> dict[str, Any]:
     runs = [r for r in stack.wait_until_quiescent(timeout=TIMEOUT_S) if r["dag_id"] in dags]
     last = max(_time(e["timestamp"]) for e in stack.asset_events() if e["source_dag_id"] in dags)
     states: dict[str, int] = {}
+    retried: list[dict[str, Any]] = []
     for r in runs:
         states[r["state"]] = states.get(r["state"], 0) + 1
-    return {"wall_s": round((last - started).total_seconds(), 1), "dag_runs": len(runs), "states": states}
+        for ti in stack.task_instances(r["dag_id"], r["dag_run_id"]):
+            if int(ti.get("try_number") or 1) > 1:
+                # a retry waits the contract's retry_delay: the wall time is then not the corpus'
+                retried.append({"dag_id": r["dag_id"], "task_id": ti["task_id"], "tries": ti["try_number"],
+                                "first_try": _first_try_tail(stack, r["dag_id"], r["dag_run_id"], str(ti["task_id"]))})
+    return {"wall_s": round((last - started).total_seconds(), 1), "dag_runs": len(runs), "states": states, "retried": retried}
+
+
+def _first_try_tail(stack: LiveStack, dag_id: str, run_id: str, task_id: str, lines: int = 12) -> str:
+    """The last lines of a task's first try's log, wherever the executor wrote it."""
+    try:
+        if stack.executor == "celery":
+            text = "\n".join(stack.worker_log(n, dag_id, run_id, task_id, 1) for n in range(1, stack.workers + 1))
+        else:
+            text = stack.task_log(dag_id, run_id, task_id, 1)
+    except Exception as exc:  # noqa: BLE001 - a figure's annotation must not fail the bench
+        return f"(unreadable: {exc})"
+    return "\n".join(text.strip().splitlines()[-lines:])
 
 
 def stack_for(work: Path, executor: str, workers: int, *, fixed_clock: bool) -> LiveStack:

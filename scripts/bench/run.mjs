@@ -915,7 +915,10 @@ if (flag("--skip-live") || !havePython) {
     const names = { local: "LocalExecutor", celery_2: "Celery, 2 workers", celery_1: "Celery, 1 worker" };
     for (const [label, h] of Object.entries(r.hop_latency)) out(`   hop latency, ${names[label].padEnd(18)} median ${h.median_s.toFixed(2)} s, p95 ${h.p95_s.toFixed(2)} s (${h.hops} hops, ${h.min_s.toFixed(2)}-${h.max_s.toFixed(2)} s)`);
     if (r.hop_latency.local && r.hop_latency.celery_2) out(`   Celery against LocalExecutor: median ${x(r.hop_latency.celery_2.median_s / r.hop_latency.local.median_s)}, p95 ${x(r.hop_latency.celery_2.p95_s / r.hop_latency.local.p95_s)}`);
-    for (const [label, c] of Object.entries(r.corpus)) out(`   corpus, ${names[label].padEnd(18)} ${c.wall_s.toFixed(1)} s (${c.dag_runs} DAG runs: ${Object.entries(c.states).map(([k, v]) => `${v} ${k}`).join(", ")})`);
+    for (const [label, c] of Object.entries(r.corpus)) {
+      out(`   corpus, ${names[label].padEnd(18)} ${c.wall_s.toFixed(1)} s (${c.dag_runs} DAG runs: ${Object.entries(c.states).map(([k, v]) => `${v} ${k}`).join(", ")})`);
+      for (const t of c.retried ?? []) out(`     retried: ${t.dag_id} ${t.task_id} (${t.tries} tries; the wall time includes its retry_delay); its first try ended:\n       ${t.first_try.split("\n").join("\n       ")}`);
+    }
     if (r.corpus.celery_1 && r.corpus.celery_2) out(`   2 workers against 1: ${x(r.corpus.celery_2.wall_s / r.corpus.celery_1.wall_s)}; Celery (2) against LocalExecutor: ${r.corpus.local ? x(r.corpus.celery_2.wall_s / r.corpus.local.wall_s) : "n/a"}`);
   }
 }
