@@ -109,13 +109,16 @@ def test_the_operator_fails_without_retry_naming_the_contract(tmp_path: Path, mo
 
 def test_a_server_database_under_celery_is_not_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     """A PostgreSQL Connection under CeleryExecutor goes to the server (here: nothing listens on
-    port 1, so the driver's own error), never to the DuckDB refusal."""
+    port 1, so the driver's refusal, as the retryable WarehouseUnavailableError naming the
+    Connection), never to the DuckDB refusal."""
     monkeypatch.setenv("AIRFLOW__CORE__EXECUTOR", "CeleryExecutor")
-    monkeypatch.setenv("AIRFLOW_CONN_PG", "postgres://u:p@127.0.0.1:1/db")
-    with pytest.raises(Exception) as refused:
+    monkeypatch.setenv("AIRFLOW_CONN_PG", "postgres://u:secret-pw@127.0.0.1:1/db")
+    with pytest.raises(warehouse.WarehouseUnavailableError) as refused:
         open_warehouse("pg")
-    assert type(refused.value).__name__ == "OperationalError" and "Connection refused" in str(refused.value)
-    assert not isinstance(refused.value, warehouse.WarehouseError)
+    assert type(refused.value.__cause__).__name__ == "OperationalError"
+    assert "the warehouse Connection 'pg' (postgres) could not be connected to" in str(refused.value)
+    assert "Connection refused" in str(refused.value) and "secret-pw" not in str(refused.value)
+    assert not isinstance(refused.value, warehouse.WarehouseConfigError)
 
 
 def test_a_duckdb_file_under_the_local_executor_opens(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
